@@ -17,6 +17,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("expmrc.commands.evaluate", "score one or more submissions, with breakdowns and a signature"),
     "human": ("expmrc.commands.human", "estimate human performance by cross-validation over the references"),
     "download": ("expmrc.commands.download", "fetch or import the four ExpMRC dev sets, checksum-verified"),
+    "evidence": ("expmrc.commands.evidence", "pick evidence with an unsupervised method and write a submission"),
+    "pseudo": ("expmrc.commands.pseudo", "label a training set with pseudo evidence for the baselines"),
+    "convert-checkpoint": ("expmrc.commands.convert_checkpoint", "turn a TensorFlow BERT release into a Hugging Face folder"),
+    "collect": ("expmrc.commands.collect", "score many training runs into a Table-3-style table and a lambda figure"),
 }
 
 

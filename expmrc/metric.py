@@ -1,0 +1,127 @@
+"""The ExpMRC metric: mixed Chinese/English tokenization, normalization and bag-of-tokens F1.
+
+This is the one canonical implementation every number in the project goes through. It follows the
+leaderboard's scorer exactly, including its quirks, which are written down in tests/test_metric.py:
+
+- Tokenize: strip; every CJK character (U+4E00-U+9FA5) and every element of SPECIAL_TOKENS is a
+  token of its own; each maximal run of other characters goes to NLTK's `word_tokenize`. The list
+  holds the two-character string "……", which never equals one character, so a lone "…" is not split.
+- Normalize: drop tokens that are exactly "a", "an", "the" (case-sensitive, so "The" stays); drop
+  single-character tokens found in `string.punctuation` or among the characters of SPECIAL_TOKENS
+  (so a "…" token is dropped, while NLTK's "``" and "''" stay); lowercase the rest.
+- F1 against several references is the maximum over them; an empty side scores 1 only if both are.
+"""
+
+from __future__ import annotations
+
+import string
+from collections import Counter
+from functools import lru_cache
+from typing import Any, Iterable
+
+from expmrc.errors import ExpmrcError
+
+SPECIAL_TOKENS = (
+    "-", ":", "_", "*", "^", "/", "\\", "~", "`", "+", "=",
+    "，", "。", "：", "？", "！", "“", "”", "；", "’", "《", "》", "……", "·", "、",
+    "「", "」", "（", "）", "－", "～", "『", "』",
+)
+_SPLIT_CHARS = frozenset(t for t in SPECIAL_TOKENS if len(t) == 1)
+_DROP_CHARS = frozenset(string.punctuation + "".join(SPECIAL_TOKENS))
+_ARTICLES = frozenset(("a", "an", "the"))
+PUNKT_RESOURCE = "tokenizers/punkt_tab/english/"
+NLTK_HINT = "python -m nltk.downloader punkt_tab"
+
+_word_tokenize = None
+
+
+def _nltk_word_tokenize():
+    """NLTK's word_tokenize, imported on first use, with a one-line error when Punkt data is missing."""
+    global _word_tokenize
+    if _word_tokenize is None:
+        import nltk
+
+        try:
+            nltk.data.find(PUNKT_RESOURCE)
+        except LookupError:
+            raise ExpmrcError(
+                f"NLTK's English Punkt data ({PUNKT_RESOURCE}) is missing: run `{NLTK_HINT}` "
+                "or point NLTK_DATA at a folder that holds it"
+            ) from None
+        _word_tokenize = nltk.word_tokenize
+    return _word_tokenize
+
+
+def _is_split_char(ch: str) -> bool:
+    return "\u4e00" <= ch <= "\u9fa5" or ch in _SPLIT_CHARS
+
+
+def tokenize(text: str) -> list[str]:
+    """Split `text` into the leaderboard's tokens (before normalization)."""
+    word_tokenize = _nltk_word_tokenize()
+    tokens: list[str] = []
+    run_start = None
+    text = text.strip()
+    for i, ch in enumerate(text):
+        if _is_split_char(ch):
+            if run_start is not None:
+                tokens.extend(word_tokenize(text[run_start:i]))
+                run_start = None
+            tokens.append(ch)
+        elif run_start is None:
+            run_start = i
+    if run_start is not None:
+        tokens.extend(word_tokenize(text[run_start:]))
+    return tokens
+
+
+def normalize(tokens: Iterable[str]) -> list[str]:
+    """Drop articles and single punctuation characters, lowercase the rest."""
+    return [t.lower() for t in tokens if t not in _ARTICLES and t not in _DROP_CHARS]
+
+
+@lru_cache(maxsize=1 << 18)
+def _normalized(text: str) -> tuple[str, ...]:
+    return tuple(normalize(tokenize(text)))
+
+
+def score_tokens(value: Any) -> tuple[str, ...]:
+    """The normalized tokens of `str(value)` (memoized: references and predictions repeat a lot)."""
+    return _normalized(value if isinstance(value, str) else str(value))
+
+
+def token_f1(prediction: tuple[str, ...] | list[str], reference: tuple[str, ...] | list[str]) -> float:
+    """Bag-of-tokens F1 between two normalized token lists, with the leaderboard's empty-side rule."""
+    if not prediction or not reference:
+        return float(list(prediction) == list(reference))
+    common = Counter(reference) & Counter(prediction)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision = 1.0 * same / len(prediction)
+    recall = 1.0 * same / len(reference)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def best_f1(prediction: Any, references: Iterable[Any]) -> tuple[float, int]:
+    """Max F1 of `prediction` over `references` and the index of the first reference reaching it."""
+    pred = score_tokens(prediction)
+    best, best_index = -1.0, -1
+    for i, ref in enumerate(references):
+        value = token_f1(pred, score_tokens(ref))
+        if value > best:
+            best, best_index = value, i
+    if best_index < 0:
+        raise ValueError("best_f1 needs at least one reference")
+    return best, best_index
+
+
+def f1(prediction: Any, references: Iterable[Any]) -> float:
+    """Max bag-of-tokens F1 of `prediction` against `references` (each passed through str())."""
+    return best_f1(prediction, references)[0]
+
+
+def exact_match(prediction: Any, references: Iterable[Any]) -> float:
+    """1.0 when the normalized tokens of `prediction` equal those of some reference, else 0.0."""
+    pred = score_tokens(prediction)
+    return float(any(pred == score_tokens(ref) for ref in references))
