@@ -236,8 +236,8 @@ def gold_answer_sentence(passage: Passage, query: Query) -> Evidence | None:
 
 
 def gold_evidence_sentence(passage: Passage, query: Query, max_sentences: int = 1) -> Evidence | None:
-    """Oracle: the sentence (or shortest run of up to `max_sentences`) covering the largest share of
-    some gold evidence's tokens; ties go to the higher F1, then the earliest."""
+    """Oracle: the sentence (or run of up to `max_sentences`) covering the largest share of some gold
+    evidence's tokens; ties go to the fewest tokens, then the earliest (README: Table 4)."""
     if not passage.sentences or not query.gold_evidences:
         return None
     references = [Counter(scorer_tokens(e)) for e in query.gold_evidences]
@@ -248,12 +248,10 @@ def gold_evidence_sentence(passage: Passage, query: Query, max_sentences: int = 
         for last in range(first, min(first + max_sentences, len(passage.sentences))):
             counts.update(passage.counts[last])
             length += len(passage.tokens[last])
-            for reference, size in zip(references, sizes):
-                same = sum((reference & counts).values())
-                recall = same / size if size else float(length == 0)
-                rank = (recall, first - last, f1_counts(reference, size, counts, length))
-                if best is None or rank > best:
-                    best, where = rank, (first, last)
+            recall = max(sum((r & counts).values()) / n if n else float(length == 0)
+                         for r, n in zip(references, sizes))
+            if best is None or (recall, -length) > best:
+                best, where = (recall, -length), (first, last)
     return make_evidence(passage, where[0], where[1], best[0])
 
 
