@@ -42,6 +42,8 @@ class WindowSettings:
     question_weight: float = 1.0
     unique_answer_boost: float = 1.0
     idf_power: float = 1.0
+    local_idf_power: float = 0.0
+    question_context: float = 0.0
     beta: float = 1.0
     max_sentences: int = 1
     previous_sentences: int = 0
@@ -53,10 +55,10 @@ class WindowSettings:
 SETTINGS: dict[tuple[str, str], WindowSettings] = {
     ("span", "en"): WindowSettings(stem=True),
     ("span", "zh"): WindowSettings(question_weight=2.0, idf_power=2.0, beta=2.0, previous_sentences=2, clauses=True),
-    ("choice", "en"): WindowSettings(question_weight=0.5, unique_answer_boost=2.0, idf_power=2.0, beta=2.0,
-                                     max_sentences=2, stem=True),
-    ("choice", "zh"): WindowSettings(question_weight=0.5, unique_answer_boost=2.0, idf_power=2.0, beta=2.0,
-                                     max_sentences=1),
+    ("choice", "en"): WindowSettings(question_weight=0.5, unique_answer_boost=2.0, idf_power=1.0,
+                                     local_idf_power=2.0, question_context=0.1, beta=2.0, max_sentences=2, stem=True),
+    ("choice", "zh"): WindowSettings(question_weight=0.5, unique_answer_boost=2.0, idf_power=2.0,
+                                     question_context=0.1, beta=2.0, max_sentences=1),
 }
 
 
@@ -102,26 +104,49 @@ class IdfWindow:
     def __init__(self, settings: WindowSettings, weights: TermWeights):
         self.settings = settings
         self.weights = weights
+        self._passages: dict[str, tuple[list[Counter], dict[str, float], float]] = {}
 
-    def key(self, query: Query) -> dict[str, float]:
+    def _passage_terms(self, passage: Passage) -> tuple[list[Counter], dict[str, float], float]:
+        """Each sentence's term counts, and the in-passage IDF (per sentence) with its unseen value."""
+        if passage.text not in self._passages:
+            sentence_terms = [Counter(terms(x.text, self.settings.stem)) for x in passage.sentences]
+            frequency: Counter = Counter()
+            for counts in sentence_terms:
+                frequency.update(counts.keys())
+            n = len(sentence_terms)
+            local = {t: math.log((n + 1) / (f + 0.5)) for t, f in frequency.items()}
+            self._passages = {passage.text: (sentence_terms, local, math.log(n + 1))}  # keep one passage
+        return self._passages[passage.text]
+
+    def _weigher(self, local: dict[str, float], unseen: float):
+        """term -> global IDF ** idf_power × in-passage IDF ** local_idf_power (memoized per call)."""
+        s, cache = self.settings, {}
+
+        def weigh(term: str) -> float:
+            if term not in cache:
+                cache[term] = (self.weights.idf.get(term, self.weights.unseen) ** s.idf_power
+                               * local.get(term, unseen) ** s.local_idf_power)
+            return cache[term]
+        return weigh
+
+    def key(self, query: Query, weigh) -> dict[str, float]:
         """Key term -> weight: question terms × question_weight, answer terms × 1 (× the boost
-        for option terms no distractor has)."""
+        for option terms no distractor has), times the term's weight."""
         s = self.settings
         distractors = {t for i, o in enumerate(query.options) if i != query.answer_index for t in terms(o, s.stem)}
         key: Counter = Counter()
         for t in terms(query.question, s.stem):
             key[t] += s.question_weight
         for t in terms(query.answer_text, s.stem):
-            boost = s.unique_answer_boost if query.options and t not in distractors else 1.0
-            key[t] += boost
-        return {t: v * self.weights.weight(t, s.idf_power) for t, v in key.items()}
+            key[t] += s.unique_answer_boost if query.options and t not in distractors else 1.0
+        return {t: v * weigh(t) for t, v in key.items()}
 
-    def score(self, candidate: Counter, key: dict[str, float], key_mass: float) -> float:
+    def score(self, candidate: Counter, key: dict[str, float], key_mass: float, weigh) -> float:
         """Weighted F-beta of a candidate's term counts against the key."""
-        power, beta2 = self.settings.idf_power, self.settings.beta ** 2
+        beta2 = self.settings.beta ** 2
         mass = on_key = hit = 0.0
         for term, count in candidate.items():
-            w = self.weights.weight(term, power)
+            w = weigh(term)
             mass += count * w
             if term in key:
                 on_key += count * w
@@ -135,29 +160,39 @@ class IdfWindow:
     def __call__(self, passage: Passage, query: Query) -> Evidence | None:
         if not passage.sentences:
             return None
-        key = self.key(query)
+        sentence_terms, local, unseen = self._passage_terms(passage)
+        weigh = self._weigher(local, unseen)
+        key = self.key(query, weigh)
         key_mass = sum(key.values())
         at = None if query.options else locate(passage, query.answer_text, query.answer_start)
         if at is not None:
-            return self._anchored(passage, at, at + len(query.answer_text), key, key_mass)
-        return self._free(passage, key, key_mass)
+            return self._anchored(passage, at, at + len(query.answer_text), key, key_mass, weigh)
+        question = {t: weigh(t) for t in terms(query.question, self.settings.stem)}
+        return self._free(passage, sentence_terms, key, key_mass, question, weigh)
 
-    def _free(self, passage: Passage, key: dict[str, float], key_mass: float) -> Evidence:
-        """Runs of 1..max_sentences sentences anywhere; ties go to the earliest, then shortest."""
-        stem = self.settings.stem
-        sentence_terms = [Counter(terms(s.text, stem)) for s in passage.sentences]
+    def _free(self, passage: Passage, sentence_terms: list[Counter], key: dict[str, float], key_mass: float,
+              question: dict[str, float], weigh) -> Evidence:
+        """Runs of 1..max_sentences sentences anywhere, plus `question_context` × the share of the
+        question's weight found in the run and one sentence either side; ties go to the earliest,
+        then the shortest run."""
+        s = self.settings
+        question_mass = sum(question.values())
         best = (-1.0, 0, 0)
-        n = len(passage.sentences)
+        n = len(sentence_terms)
         for first in range(n):
             counts: Counter = Counter()
-            for last in range(first, min(first + self.settings.max_sentences, n)):
+            for last in range(first, min(first + s.max_sentences, n)):
                 counts.update(sentence_terms[last])
-                value = self.score(counts, key, key_mass)
+                value = self.score(counts, key, key_mass, weigh)
+                if s.question_context and question_mass:
+                    around = set().union(*sentence_terms[max(0, first - 1):last + 2])
+                    value += s.question_context * sum(w for t, w in question.items() if t in around) / question_mass
                 if value > best[0]:
                     best = (value, first, last)
         return make_evidence(passage, best[1], best[2], best[0])
 
-    def _anchored(self, passage: Passage, start: int, end: int, key: dict[str, float], key_mass: float) -> Evidence:
+    def _anchored(self, passage: Passage, start: int, end: int, key: dict[str, float], key_mass: float,
+                  weigh) -> Evidence:
         """Spans holding passage[start:end]; ties go to the earliest start, then the shortest."""
         s = self.settings
         sentences = passage.sentences
@@ -172,7 +207,7 @@ class IdfWindow:
         best = None
         for a in sorted(starts):
             for b in sorted(ends):
-                value = self.score(Counter(terms(passage.text[a:b], s.stem)), key, key_mass)
+                value = self.score(Counter(terms(passage.text[a:b], s.stem)), key, key_mass, weigh)
                 if best is None or value > best[0]:
                     best = (value, a, b)
         value, a, b = best
