@@ -79,14 +79,14 @@ class Extraction:
                 for qid, answer in self.answers.items()}
 
 
-def read_answers(path: str, dataset: Dataset) -> dict[str, tuple[str, int | None]]:
-    """qid -> (answer, answer_start or None) from a prediction file; every question must have one."""
+def read_answers(path: str, questions: list[Question]) -> dict[str, tuple[str, int | None]]:
+    """qid -> (answer, answer_start or None) from a prediction file; each of `questions` must have one."""
     doc = read_json(path, "prediction file")
     if not isinstance(doc, dict):
         raise ExpmrcError(f"{path}: prediction file must be a JSON object mapping question ids to answers")
     answers: dict[str, tuple[str, int | None]] = {}
     missing = []
-    for q in dataset.questions:
+    for q in questions:
         if q.qid not in doc:
             missing.append(q.qid)
             continue
@@ -103,7 +103,7 @@ def read_answers(path: str, dataset: Dataset) -> dict[str, tuple[str, int | None
             raise ExpmrcError(f"{path}: question {q.qid}: the answer must be a string")
         answers[q.qid] = (str(entry), start)
     if missing:
-        raise ExpmrcError(f"{path}: no answer for {len(missing)} of {len(dataset.questions)} questions "
+        raise ExpmrcError(f"{path}: no answer for {len(missing)} of {len(questions)} questions "
                           f"(first: {missing[0]}); give every question an answer")
     return answers
 

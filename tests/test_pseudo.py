@@ -9,6 +9,7 @@ import pytest
 from conftest import needs_punkt
 from expmrc import cli
 from expmrc.data import load_dataset
+from expmrc.errors import ExpmrcError
 from expmrc.pseudo import pseudo_label
 
 pytestmark = needs_punkt
@@ -98,3 +99,25 @@ def test_multi_sentence_share_on_the_training_sets(subset, low, high):
     share = 100.0 * report.multi_sentence / report.questions
     assert low <= share <= high
     assert len(report.unlabelled) < 0.01 * report.questions
+
+
+def test_original_c3_list_and_race_folder_become_expmrc_multiple_choice(write_json, tmp_path):
+    from expmrc.train_formats import load_training_set
+
+    c3 = [[["小明去北京。", "他喜欢长城。"], [{"question": "他喜欢什么？", "choice": ["故宫", "长城"], "answer": "长城"}], "m9-1"]]
+    dataset = load_training_set(write_json("c3-m-train.json", c3), "c3")
+    doc, _ = pseudo_label(dataset, progress=False)
+    assert doc["data"] == [{"id": "m9-1", "article": "小明去北京。\n他喜欢长城。", "questions": ["他喜欢什么？"],
+                            "options": [["故宫", "长城"]], "answers": ["B"], "evidences": [["他喜欢长城。"]]}]
+    folder = tmp_path / "RACE" / "train" / "high"
+    folder.mkdir(parents=True)
+    (folder / "high1.txt").write_text(json.dumps({
+        "answers": ["A"], "options": [["space", "music"]], "questions": ["What does Tom like?"],
+        "article": "Tom likes space. He reads.", "id": "high1.txt"}), encoding="utf-8")
+    race = load_training_set(str(tmp_path / "RACE" / "train"), "race")
+    assert [q.qid for q in race.questions] == ["high1.txt-0"] and race.raw["version"] == "race-train"
+    with pytest.raises(ExpmrcError, match=r"question m9-1-0: answer '天坛' is none of its choices"):
+        c3[0][1][0]["answer"] = "天坛"
+        load_training_set(write_json("bad.json", c3), "c3")
+    with pytest.raises(ExpmrcError, match="only RACE comes as a folder"):
+        load_training_set(str(tmp_path), "c3")

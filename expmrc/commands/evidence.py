@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if args.half:
         questions = split_halves(dataset)[0 if args.half == "first" else 1]
     if args.answers:
-        answers = read_answers(args.answers, dataset)
+        answers = read_answers(args.answers, questions)
     else:
         answers = None
         print(f"answers: the gold answers of {dataset.path} (no --answers given)", file=sys.stderr)

@@ -13,19 +13,24 @@ wins only when it beats the best single sentence by more than --margin. The defa
 7% multi-sentence labels, as in the pseudo data released with the paper.
 
 The output is the input JSON with only `evidences` added (in each `qas` entry, or one list per
-question in each passage), so the training scripts read it like a dev set. Counts and the
-questions that could not be labelled (they get "") are printed.
+question in each passage), so the training scripts read it like a dev set. The original C3 files
+(a JSON list) and RACE (a folder of passage files, e.g. RACE/train) are accepted too and written
+in ExpMRC's multiple-choice format. Counts and the questions that could not be labelled (they get
+"") are printed.
 
 examples:
   expmrc pseudo --subset cmrc2018 cmrc2018_train.json --output pseudo/cmrc2018-train-pseudo.json
-  expmrc pseudo --subset race race_train.json --output pseudo/race-train-pseudo.json --max-sentences 1
+  expmrc pseudo --subset race RACE/train --output pseudo/race-train-pseudo.json
+  expmrc pseudo --subset c3 c3-m-train.json --output pseudo/c3-train-pseudo.json
 """
 
 SHOW_AT_MOST = 100
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("train_file", metavar="TRAIN_FILE", help="a training set in SQuAD or RACE/C3 format")
+    parser.add_argument("train_file", metavar="TRAIN_FILE",
+                        help="a training set: SQuAD-style or ExpMRC-style JSON, the original C3 JSON list, "
+                             "or RACE's folder of passage files")
     parser.add_argument("--subset", required=True, choices=("squad", "cmrc2018", "race", "c3"),
                         help="which subset's format and language the file has")
     parser.add_argument("--output", required=True, metavar="OUT", help="where to write the labelled file")
@@ -39,13 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from expmrc.data import load_dataset, write_json_atomic
+    from expmrc.data import write_json_atomic
     from expmrc.errors import ExpmrcError
     from expmrc.pseudo import pseudo_label
+    from expmrc.train_formats import load_training_set
 
     if args.max_sentences < 1:
         raise ExpmrcError(f"--max-sentences must be at least 1, got {args.max_sentences}")
-    dataset = load_dataset(args.train_file, args.subset)
+    dataset = load_training_set(args.train_file, args.subset)
     doc, report = pseudo_label(dataset, args.max_sentences, args.margin, args.sentences)
     write_json_atomic(args.output, doc, indent=args.indent)
     lines = report.lines()
