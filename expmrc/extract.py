@@ -22,7 +22,6 @@ BEST = "idf-window"
 METHODS = ("most-similar", "most-similar-question", "answer-sentence", "gold-answer-sentence",
            "gold-evidence-sentence", BEST)
 ALIASES = {"best": BEST}
-ORACLES = ("gold-answer-sentence", "gold-evidence-sentence")
 _BASELINES: dict[str, Pick] = {
     "most-similar": most_similar,
     "most-similar-question": most_similar_question,
@@ -108,7 +107,7 @@ def read_answers(path: str, questions: list[Question]) -> dict[str, tuple[str, i
     return answers
 
 
-def _queries(dataset: Dataset, questions: list[Question], answers: dict[str, tuple[str, int | None]] | None,
+def _queries(questions: list[Question], answers: dict[str, tuple[str, int | None]] | None,
              source: str) -> dict[str, Query]:
     """The query of every question; labels that name no option are gathered into one error."""
     queries, bad = {}, []
@@ -131,7 +130,7 @@ def extract(dataset: Dataset, method: Method, answers: dict[str, tuple[str, int 
             questions: list[Question] | None = None, answers_path: str = "", progress: bool = True) -> Extraction:
     """Run `method` on `questions` (default: all) with `answers` (default: the gold answers)."""
     questions = dataset.questions if questions is None else questions
-    queries = _queries(dataset, questions, answers, answers_path or dataset.path)
+    queries = _queries(questions, answers, answers_path or dataset.path)
     written, evidences = {}, {}
     empty, undelimited, not_found, no_overlap, none = [], set(), [], [], []
     for q in tqdm(questions, desc=f"evidence ({method.name})", unit="q", disable=not progress, leave=False):
@@ -142,7 +141,7 @@ def extract(dataset: Dataset, method: Method, answers: dict[str, tuple[str, int 
             empty.append(q.qid)
             evidences[q.qid] = None
             continue
-        if len(passage.sentences) == 1 and len(passage.text.strip()) > 0:
+        if len(passage.sentences) == 1:
             undelimited.add(passage.text)
         evidence = method.pick(passage, query)
         if evidence is None and method.name in ("answer-sentence", "gold-answer-sentence"):

@@ -4,12 +4,14 @@ It scores candidate spans against a weighted bag of key terms — the question's
 answer's (the chosen option's) terms — and keeps the span with the highest F-beta:
 
 - term weights are IDF learnt from the sentences of the dataset's own passages (no labels), raised
-  to `idf_power`; English terms are Porter stems, Chinese terms are the scorer's characters;
+  to `idf_power`, times the in-passage IDF (over this passage's sentences) raised to
+  `local_idf_power`; English terms are Porter stems, Chinese terms the scorer's characters;
 - weighted precision is the share of the candidate's weight on key terms, weighted recall the share
   of the key's weight the candidate holds; beta > 1 favours recall;
 - multiple choice: option terms that no distractor option shares count `unique_answer_boost` times
-  (they are what tells the correct option apart), and candidates are runs of 1..`max_sentences`
-  sentences anywhere in the passage;
+  (they are what tells the correct option apart), candidates are runs of 1..`max_sentences`
+  sentences anywhere in the passage, and `question_context` × the share of the question's weight
+  found in the run and one sentence either side is added to the score;
 - span subsets: candidates must hold the answer span; they start at the answer's sentence, one of
   up to `previous_sentences` sentences before it, or (with `clauses`) a clause boundary inside
   it, and end at the answer's sentence end or (with `clauses`) a clause boundary after the answer.
@@ -93,9 +95,6 @@ class TermWeights:
                 n += 1
                 df.update(set(terms(sentence.text, stem)))
         return cls({t: math.log((n + 1) / (d + 0.5)) for t, d in df.items()}, math.log(n + 1))
-
-    def weight(self, term: str, power: float) -> float:
-        return self.idf.get(term, self.unseen) ** power
 
 
 class IdfWindow:

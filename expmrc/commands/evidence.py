@@ -17,8 +17,9 @@ methods:
   most-similar-question   the same with question + answer text as the key
   answer-sentence         (span subsets) the sentence holding the answer, at answer_start when
                           known, else its first occurrence
-  gold-answer-sentence    oracle: the sentence holding the gold answer; for multiple choice the
-                          sentence most similar to question + gold option (the paper's Table 4)
+  gold-answer-sentence    oracle: the sentence holding the first occurrence of a gold answer;
+                          for multiple choice the sentence most similar to question + gold
+                          option (the definitions that reproduce the paper's Table 4)
   gold-evidence-sentence  oracle: the sentence covering the most of a gold evidence
   idf-window (= best)     IDF-weighted F2 over windows of sentences and clauses, anchored on the
                           answer for span subsets, contrasting the options for multiple choice
