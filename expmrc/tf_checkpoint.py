@@ -44,6 +44,9 @@ class LoadReport:
             text += f"; UNUSED checkpoint variables: {', '.join(self.unused)}"
         return text
 
+    def __str__(self) -> str:
+        return self.summary()
+
     def as_dict(self) -> dict:
         """A JSON-ready record (kept beside a converted model)."""
         return {"checkpoint": self.checkpoint, "mapped": self.mapped, "missing": self.missing,
