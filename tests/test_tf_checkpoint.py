@@ -220,6 +220,7 @@ def test_missing_variable_is_reported_and_refused_unless_allowed(tmp_path, capsy
     folder = doctored_release(tmp_path, lambda items: [kv for kv in items if kv[0] != b"bert/pooler/dense/bias"])
     _, report = load_tf_bert_state_dict(str(folder / "bert_model.ckpt"), config())
     assert report.missing == ["pooler.dense.bias"]
+    assert str(report) == report.summary() and "MISSING from the checkpoint: pooler.dense.bias" in str(report)
     assert run_cli(str(folder), str(tmp_path / "hf")) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "pooler.dense.bias" in err and "missing" in err
