@@ -12,23 +12,11 @@ import json
 import statistics
 from pathlib import Path
 
-import pytest
+from conftest import needs_punkt
 
 from expmrc.cli import main as cli_main
-from expmrc.metric import PUNKT_RESOURCE
 
-
-def _punkt_available() -> bool:
-    import nltk
-
-    try:
-        nltk.data.find(PUNKT_RESOURCE)
-        return True
-    except LookupError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _punkt_available(), reason="NLTK Punkt data missing (set NLTK_DATA)")
+pytestmark = needs_punkt
 
 SPAN_QUESTIONS = [
     ("q1", "Paris", "Paris is the capital of France."),

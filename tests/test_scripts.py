@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import needs_punkt
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
@@ -151,11 +152,8 @@ json.dump({**info, "status": "finished"}, open(os.path.join(out, "run_info.json"
 '''
 
 
+@needs_punkt
 def test_lambda_sweep_runs_every_run_then_collects(tmp_path):
-    from test_collect import _punkt_available
-
-    if not _punkt_available():
-        pytest.skip("NLTK Punkt data missing (set NLTK_DATA)")
     trainer = tmp_path / "stand_in_trainer.py"
     trainer.write_text(STAND_IN_TRAINER)
     context = " ".join(f"City{i} is here." for i in range(10))
