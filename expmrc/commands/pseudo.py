@@ -19,9 +19,9 @@ in ExpMRC's multiple-choice format. Counts and the questions that could not be l
 "") are printed.
 
 examples:
-  expmrc pseudo --subset cmrc2018 cmrc2018_train.json --output pseudo/cmrc2018-train-pseudo.json
-  expmrc pseudo --subset race RACE/train --output pseudo/race-train-pseudo.json
-  expmrc pseudo --subset c3 c3-m-train.json --output pseudo/c3-train-pseudo.json
+  expmrc pseudo --subset cmrc2018 cmrc2018_train.json --output data/cmrc2018/train-pseudo-cmrc2018.json
+  expmrc pseudo --subset race RACE/train --output data/race/train-pseudo-race.json
+  expmrc pseudo --subset c3 c3-m-train.json --output data/c3/train-pseudo-c3.json
 """
 
 SHOW_AT_MOST = 100
