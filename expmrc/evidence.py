@@ -15,39 +15,8 @@ from functools import lru_cache
 from typing import Callable
 
 from expmrc.data import LABELS, ChoiceQuestion, Question, SpanQuestion, gold_option_text
-from expmrc.metric import SPECIAL_TOKENS, _nltk_word_tokenize, normalize
+from expmrc.metric import score_tokens as scorer_tokens
 from expmrc.sentences import Sentence, split_sentences
-
-_SPLIT_CHARS = frozenset(t for t in SPECIAL_TOKENS if len(t) == 1)
-
-
-@lru_cache(maxsize=1 << 17)
-def _word_tokens(run: str) -> tuple[str, ...]:
-    return tuple(_nltk_word_tokenize()(run))
-
-
-@lru_cache(maxsize=1 << 16)
-def scorer_tokens(text: str) -> tuple[str, ...]:
-    """The scorer's normalized tokens of `text`, equal to `metric.score_tokens(text)`.
-
-    Same rule as `metric.tokenize`, but each run of non-CJK text goes through NLTK once and is then
-    cached: passages repeat numbers and names, which makes pseudo labelling about 3x faster.
-    """
-    tokens: list[str] = []
-    run_start = None
-    text = text.strip()
-    for i, ch in enumerate(text):
-        if "\u4e00" <= ch <= "\u9fa5" or ch in _SPLIT_CHARS:
-            if run_start is not None:
-                tokens.extend(_word_tokens(text[run_start:i]))
-                run_start = None
-            tokens.append(ch)
-        elif run_start is None:
-            run_start = i
-    if run_start is not None:
-        tokens.extend(_word_tokens(text[run_start:]))
-    return tuple(normalize(tokens))
-
 
 @dataclass(frozen=True)
 class Passage:

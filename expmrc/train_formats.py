@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from expmrc.data import LABELS, Dataset, _choice_questions, load_dataset, read_json
+from expmrc.data import LABELS, Dataset, choice_questions, load_dataset, read_json
 from expmrc.errors import ExpmrcError
 
 
@@ -28,7 +28,7 @@ def load_training_set(path: str, subset: str) -> Dataset:
 
 
 def _dataset(path: str, subset: str, doc: dict[str, Any]) -> Dataset:
-    questions = list(_choice_questions(path, doc["data"]))
+    questions = list(choice_questions(path, doc["data"]))
     if not questions:
         raise ExpmrcError(f"{path}: training set holds no questions")
     return Dataset(path=path, version=doc["version"], subset=subset, questions=questions, raw=doc)
