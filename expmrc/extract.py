@@ -58,7 +58,8 @@ def build_method(name: str, dataset: Dataset, rule: str | None = None) -> Method
         raise ExpmrcError(f"{dataset.path}: gold-evidence-sentence needs a dataset with `evidences`")
     if name == BEST:
         texts = [passage_text(q) for q in dataset.questions]
-        return Method(name, rule or IDF_WINDOW_RULE, idf_window_for(texts, dataset.kind, dataset.language))
+        return Method(name, rule or IDF_WINDOW_RULE, idf_window_for(texts, dataset.kind, dataset.language,
+                                                                    questions=[q.question for q in dataset.questions]))
     return Method(name, rule or "simple", _BASELINES[name])
 
 

@@ -11,7 +11,11 @@ answer's (the chosen option's) terms — and keeps the span with the highest F-b
 - multiple choice: option terms that no distractor option shares count `unique_answer_boost` times
   (they are what tells the correct option apart), candidates are runs of 1..`max_sentences`
   sentences anywhere in the passage, and `question_context` × the share of the question's weight
-  found in the run and one sentence either side is added to the score;
+  found in the run and one sentence either side is added to the score; question terms are also
+  scaled by how rare they are among the dataset's questions (`question_form_power`: "passage",
+  "following", "true" are question forms, not content); a run holding a phrase the question quotes
+  ("the underlined word “staring”") gains `quote_bonus`; and `dense_weight` × the cosine similarity
+  of all-MiniLM-L6-v2 embeddings of question + option and the run's text is added (`expmrc.encoder`);
 - span subsets: candidates must hold the answer span; they start at the answer's sentence, one of
   up to `previous_sentences` sentences before it, or (with `clauses`) a clause boundary inside
   it, and end at the answer's sentence end or (with `clauses`) a clause boundary after the answer.
@@ -24,6 +28,7 @@ language, chosen on the first half of each dev set (README: "A better extractor"
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -31,6 +36,7 @@ from typing import Iterable
 
 from nltk.stem import PorterStemmer
 
+from expmrc.encoder import SentenceEncoder
 from expmrc.evidence import Evidence, Passage, Query, locate, make_evidence, prepare_passage, scorer_tokens
 from expmrc.sentences import clause_cuts
 
@@ -46,6 +52,9 @@ class WindowSettings:
     idf_power: float = 1.0
     local_idf_power: float = 0.0
     question_context: float = 0.0
+    question_form_power: float = 0.0
+    quote_bonus: float = 0.0
+    dense_weight: float = 0.0
     beta: float = 1.0
     max_sentences: int = 1
     previous_sentences: int = 0
@@ -58,7 +67,8 @@ SETTINGS: dict[tuple[str, str], WindowSettings] = {
     ("span", "en"): WindowSettings(stem=True),
     ("span", "zh"): WindowSettings(question_weight=2.0, idf_power=2.0, beta=2.0, previous_sentences=2, clauses=True),
     ("choice", "en"): WindowSettings(question_weight=0.5, unique_answer_boost=2.0, idf_power=1.0,
-                                     local_idf_power=2.0, question_context=0.1, beta=2.0, max_sentences=2, stem=True),
+                                     local_idf_power=2.0, question_context=0.1, question_form_power=3.0,
+                                     quote_bonus=0.5, dense_weight=0.3, beta=2.0, max_sentences=2, stem=True),
     ("choice", "zh"): WindowSettings(question_weight=0.5, unique_answer_boost=2.0, idf_power=2.0,
                                      question_context=0.1, beta=2.0, max_sentences=1),
 }
@@ -97,12 +107,37 @@ class TermWeights:
         return cls({t: math.log((n + 1) / (d + 0.5)) for t, d in df.items()}, math.log(n + 1))
 
 
-class IdfWindow:
-    """The extractor for one dataset: its settings and the term weights of its passages."""
+def question_forms(questions: Iterable[str], stem: bool, power: float) -> dict[str, float]:
+    """Question term -> (its IDF over the questions / the largest possible) ** power: near 1 for content
+    words, small for the words of question forms ("Which of the following is true?")."""
+    df: Counter = Counter()
+    n = 0
+    for question in questions:
+        n += 1
+        df.update(set(terms(question, stem)))
+    top = math.log(n + 1) if n else 1.0
+    return {t: (math.log((n + 1) / (d + 0.5)) / top) ** power for t, d in df.items()}
 
-    def __init__(self, settings: WindowSettings, weights: TermWeights):
+
+_QUOTED = re.compile(r"“\s*([^”“]+?)\s*”|\"\s*([^\"]+?)\s*\"")
+
+
+def quoted_phrases(question: str) -> list[re.Pattern]:
+    """Case-insensitive whole-word patterns for the phrases a question quotes (`“...”` or `"..."`)."""
+    phrases = [(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(question)]
+    return [re.compile(r"(?<!\w)" + re.escape(p) + r"(?!\w)", re.IGNORECASE) for p in phrases
+            if any(c.isalnum() for c in p)]
+
+
+class IdfWindow:
+    """The extractor for one dataset: its settings, the term weights of its passages and the
+    question-form factors of its questions."""
+
+    def __init__(self, settings: WindowSettings, weights: TermWeights, forms: dict[str, float] | None = None):
         self.settings = settings
         self.weights = weights
+        self.forms = forms or {}
+        self.encoder = SentenceEncoder() if settings.dense_weight else None
         self._passages: dict[str, tuple[list[Counter], dict[str, float], float]] = {}
 
     def _passage_terms(self, passage: Passage) -> tuple[list[Counter], dict[str, float], float]:
@@ -135,7 +170,7 @@ class IdfWindow:
         distractors = {t for i, o in enumerate(query.options) if i != query.answer_index for t in terms(o, s.stem)}
         key: Counter = Counter()
         for t in terms(query.question, s.stem):
-            key[t] += s.question_weight
+            key[t] += s.question_weight * self.forms.get(t, 1.0)
         for t in terms(query.answer_text, s.stem):
             key[t] += s.unique_answer_boost if query.options and t not in distractors else 1.0
         return {t: v * weigh(t) for t, v in key.items()}
@@ -166,18 +201,24 @@ class IdfWindow:
         at = None if query.options else locate(passage, query.answer_text, query.answer_start)
         if at is not None:
             return self._anchored(passage, at, at + len(query.answer_text), key, key_mass, weigh)
-        question = {t: weigh(t) for t in terms(query.question, self.settings.stem)}
-        return self._free(passage, sentence_terms, key, key_mass, question, weigh)
+        question = {t: weigh(t) * self.forms.get(t, 1.0) for t in terms(query.question, self.settings.stem)}
+        return self._free(passage, sentence_terms, key, key_mass, question, weigh, query)
 
     def _free(self, passage: Passage, sentence_terms: list[Counter], key: dict[str, float], key_mass: float,
-              question: dict[str, float], weigh) -> Evidence:
-        """Runs of 1..max_sentences sentences anywhere, plus `question_context` × the share of the
-        question's weight found in the run and one sentence either side; ties go to the earliest,
-        then the shortest run."""
+              question: dict[str, float], weigh, query: Query) -> Evidence:
+        """Runs of 1..max_sentences sentences anywhere, scored by F-beta plus `question_context` × the
+        share of the question's weight found in the run and one sentence either side, `quote_bonus`
+        when a sentence of the run holds a phrase the question quotes, and `dense_weight` × the
+        cosine similarity of question + option and the run; ties go to the earliest, then the
+        shortest run."""
         s = self.settings
         question_mass = sum(question.values())
-        best = (-1.0, 0, 0)
         n = len(sentence_terms)
+        runs = [(first, last) for first in range(n) for last in range(first, min(first + s.max_sentences, n))]
+        dense = self._dense(passage, runs, query) if self.encoder else {}
+        quotes = quoted_phrases(query.question) if s.quote_bonus else []
+        quoted = [any(p.search(x.text) for p in quotes) for x in passage.sentences]
+        best = (-math.inf, 0, 0)
         for first in range(n):
             counts: Counter = Counter()
             for last in range(first, min(first + s.max_sentences, n)):
@@ -186,9 +227,19 @@ class IdfWindow:
                 if s.question_context and question_mass:
                     around = set().union(*sentence_terms[max(0, first - 1):last + 2])
                     value += s.question_context * sum(w for t, w in question.items() if t in around) / question_mass
+                if any(quoted[first:last + 1]):
+                    value += s.quote_bonus
+                value += s.dense_weight * dense.get((first, last), 0.0)
                 if value > best[0]:
                     best = (value, first, last)
         return make_evidence(passage, best[1], best[2], best[0])
+
+    def _dense(self, passage: Passage, runs: list[tuple[int, int]], query: Query) -> dict[tuple[int, int], float]:
+        """(first, last) -> cosine similarity of the run's text and question + option text."""
+        sentences = passage.sentences
+        texts = [passage.text[sentences[a].start:sentences[b].end] for a, b in runs]
+        vectors = self.encoder.encode(texts + [f"{query.question} {query.answer_text}"])
+        return dict(zip(runs, (vectors[:-1] @ vectors[-1]).tolist()))
 
     def _anchored(self, passage: Passage, start: int, end: int, key: dict[str, float], key_mass: float,
                   weigh) -> Evidence:
@@ -217,8 +268,9 @@ class IdfWindow:
         return Evidence(passage.text[a:b], a, b, covered[0], covered[-1], value)
 
 
-def idf_window_for(texts: Iterable[str], kind: str, language: str,
-                   settings: WindowSettings | None = None) -> IdfWindow:
-    """The extractor for a dataset with these passages, task kind and language."""
+def idf_window_for(texts: Iterable[str], kind: str, language: str, settings: WindowSettings | None = None,
+                   questions: Iterable[str] = ()) -> IdfWindow:
+    """The extractor for a dataset with these passages (and questions), task kind and language."""
     settings = settings or SETTINGS[(kind, language)]
-    return IdfWindow(settings, TermWeights.from_passages(texts, settings.stem))
+    forms = question_forms(questions, settings.stem, settings.question_form_power) if settings.question_form_power else {}
+    return IdfWindow(settings, TermWeights.from_passages(texts, settings.stem), forms)

