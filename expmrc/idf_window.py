@@ -15,7 +15,7 @@ answer's (the chosen option's) terms — and keeps the span with the highest F-b
   scaled by how rare they are among the dataset's questions (`question_form_power`: "passage",
   "following", "true" are question forms, not content); a run holding a phrase the question quotes
   ("the underlined word “staring”") gains `quote_bonus`; and `dense_weight` × the cosine similarity
-  of all-MiniLM-L6-v2 embeddings of question + option and the run's text is added (`expmrc.encoder`);
+  of all-MiniLM-L6-v2 embeddings of question + option and the run's text is added (`expmrc.sentence_encoder`);
 - span subsets: candidates must hold the answer span; they start at the answer's sentence, one of
   up to `previous_sentences` sentences before it, or (with `clauses`) a clause boundary inside
   it, and end at the answer's sentence end or (with `clauses`) a clause boundary after the answer.
@@ -36,7 +36,7 @@ from typing import Iterable
 
 from nltk.stem import PorterStemmer
 
-from expmrc.encoder import SentenceEncoder
+from expmrc.sentence_encoder import SentenceEncoder
 from expmrc.evidence import Evidence, Passage, Query, locate, make_evidence, prepare_passage, scorer_tokens
 from expmrc.sentences import clause_cuts
 

@@ -150,7 +150,7 @@ def test_idf_window_quote_bonus_picks_the_quoted_sentence():
 
 
 def test_sentence_encoder_ranks_a_paraphrase_above_an_unrelated_sentence():
-    from expmrc.encoder import SentenceEncoder
+    from expmrc.sentence_encoder import SentenceEncoder
 
     encoder = SentenceEncoder()
     vectors = encoder.encode(["The boy was very happy.", "The child felt glad.", "Stock prices fell sharply."])
