@@ -32,7 +32,7 @@ def scores(model, tokenizer, dataset, accelerator):
 def test_tiny_model_learns_answers_and_evidence(tmp_path, scorer_ready):
     train_set = load_dataset(str(make_span_file(tmp_path / "train.json", 400, seed=1, max_sentences=10)))
     dev_set = load_dataset(str(make_span_file(tmp_path / "dev.json", 60, seed=2, max_sentences=10)))
-    config = TrainConfig(output_dir=str(tmp_path / "run"), learning_rate=3e-3, max_steps=600, train_batch_size=16,
+    config = TrainConfig(output_dir=str(tmp_path / "run"), learning_rate=3e-3, max_steps=800, train_batch_size=16,
                          save_checkpoints_steps=10_000, logging_steps=100, seed=1)
     accelerator = make_accelerator(config)
     encoder = load_encoder(model_name_or_path=str(make_tiny_bert_folder(tmp_path / "bert")), add_pooling_layer=False)
