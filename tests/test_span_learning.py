@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import statistics
 
+import torch
+
+from conftest import needs_punkt
 from expmrc.data import load_dataset
 from expmrc.encoder import load_encoder
 from expmrc.metric import f1
@@ -16,6 +19,8 @@ from expmrc.span_model import SpanModel
 from expmrc.training import TrainConfig, make_accelerator, predict, train
 from span_data import make_span_file
 from tiny_bert import make_tiny_bert_folder
+
+torch.set_num_threads(1)  # the CI machine is small and shared; more threads only contend
 
 SEQ, STRIDE, QUERY = 64, 16, 16  # passages run to ~90 tokens, so many questions span several windows
 
@@ -29,7 +34,8 @@ def scores(model, tokenizer, dataset, accelerator):
     return answer, evidence
 
 
-def test_tiny_model_learns_answers_and_evidence(tmp_path, scorer_ready):
+@needs_punkt
+def test_tiny_model_learns_answers_and_evidence(tmp_path):
     train_set = load_dataset(str(make_span_file(tmp_path / "train.json", 400, seed=1, max_sentences=10)))
     dev_set = load_dataset(str(make_span_file(tmp_path / "dev.json", 60, seed=2, max_sentences=10)))
     config = TrainConfig(output_dir=str(tmp_path / "run"), learning_rate=3e-3, max_steps=800, train_batch_size=16,
