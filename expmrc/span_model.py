@@ -2,8 +2,10 @@
 
 Each head is one linear layer giving start and end logits at every position. Padding positions get
 a large negative logit, so a batch's padding length never changes the loss or the predictions.
-Loss = mean of start and end cross-entropy for the answer + λ × the same for the evidence; evidence
-labels set to IGNORE (questions without usable evidence) are left out of the evidence term.
+Loss = mean of start and end cross-entropy for the answer + λ × the same for the evidence. Windows
+whose evidence label is IGNORE (questions without usable evidence) add zero to the evidence term,
+which is still averaged over all windows of the batch: so the per-process losses of a batch split
+over several devices average to exactly the loss of the whole batch.
 """
 
 from __future__ import annotations
@@ -66,6 +68,5 @@ class SpanModel(nn.Module):
 
 
 def _ignoring_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over the labels that are not IGNORE; zero (with a gradient path) when none are."""
-    total = F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="sum")
-    return total / (labels != IGNORE).sum().clamp(min=1)
+    """Cross-entropy averaged over the batch, IGNORE labels counting zero; zero when all are IGNORE."""
+    return F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="sum") / labels.numel()

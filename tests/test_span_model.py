@@ -38,8 +38,9 @@ def test_loss_is_answer_plus_lambda_times_evidence():
     out = m(**batch(), **LABELS)
     answer = (F.cross_entropy(out["start_logits"], LABELS["start_positions"])
               + F.cross_entropy(out["end_logits"], LABELS["end_positions"])) / 2
+    # the second window's evidence is IGNORE: it counts zero, the average is still over both windows
     evidence = (F.cross_entropy(out["evidence_start_logits"][:1], LABELS["evidence_start_positions"][:1])
-                + F.cross_entropy(out["evidence_end_logits"][:1], LABELS["evidence_end_positions"][:1])) / 2
+                + F.cross_entropy(out["evidence_end_logits"][:1], LABELS["evidence_end_positions"][:1])) / 2 / 2
     assert torch.allclose(out["loss"], answer + 0.5 * evidence)
     m.loss_lambda = 0.0
     assert torch.allclose(m(**batch(), **LABELS)["loss"], answer)
