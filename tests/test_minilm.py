@@ -9,12 +9,15 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from conftest import needs_punkt
 from expmrc.cli import run_guarded
 from expmrc.data import load_dataset
 from expmrc.scoring import score
 from expmrc.span_run import run_span
+
+torch.set_num_threads(1)  # the CI machine is small and shared; more threads only contend
 
 
 @needs_punkt
