@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from expmrc.data import load_dataset, write_json_atomic
+from expmrc.data import SPAN_SUBSETS, load_dataset, read_json, subset_from_version, write_json_atomic
 from expmrc.errors import ExpmrcError
 from expmrc.flags import build_parser, check_flags, train_config_from_flags
 
@@ -50,15 +50,26 @@ def model_flags(args: argparse.Namespace, trained: Path) -> dict[str, Any]:
             "vocab_file": args.vocab_file, "init_checkpoint": args.init_checkpoint}
 
 
+def span_subset(path: str, task_name: str) -> str:
+    """The subset of a span file: from its `version`, else --task_name (SQuAD's own files say only "1.1")."""
+    doc = read_json(path, "dataset file")
+    version = str(doc.get("version", "")) if isinstance(doc, dict) else ""
+    subset = subset_from_version(version) or (task_name if task_name in SPAN_SUBSETS else None)
+    if subset is None:
+        raise ExpmrcError(f"{path}: version {version!r} names no subset and --task_name {task_name!r} is not "
+                          f"a span-extraction subset ({', '.join(SPAN_SUBSETS)})")
+    if subset not in SPAN_SUBSETS:
+        raise ExpmrcError(f"{path}: is a {subset} (multiple-choice) file; run_se_mrc.py needs span extraction data")
+    return subset
+
+
 def span_features(args: argparse.Namespace, path: str, cache_path: str | None, tokenizer: Any, is_training: bool,
                   accelerator: Any) -> tuple[Any, Any, Any]:
     """The dataset and its windows, from the feature cache when it is still valid."""
     from expmrc.feature_cache import cache_key, cached
     from expmrc.span_features import build_span_features, features_from_payload, features_to_payload
 
-    dataset = load_dataset(path)
-    if dataset.kind != "span":
-        raise ExpmrcError(f"{path}: is a {dataset.subset} (multiple-choice) file; run_se_mrc.py needs span extraction data")
+    dataset = load_dataset(path, span_subset(path, args.task_name))
     settings = {"task": "span", "max_seq_length": args.max_seq_length, "doc_stride": args.doc_stride,
                 "max_query_length": args.max_query_length, "is_training": is_training}
     build = lambda: build_span_features(dataset.questions, tokenizer, args.max_seq_length, args.doc_stride,  # noqa: E731

@@ -188,6 +188,16 @@ def test_bad_input_is_one_line_and_a_failed_run(inputs, tmp_path, capsys):
     info = json.loads((tmp_path / "run" / "run_info.json").read_text(encoding="utf-8"))
     assert info["status"] == "failed" and "multiple-choice" in info["error"]
 
+    squad_own = tmp_path / "train-v1.1.json"  # SQuAD's release says only "1.1": --task_name decides
+    squad_own.write_text(json.dumps(dict(json.loads(inputs["dev"].read_text()), version="1.1")), encoding="utf-8")
+    argv = ["--model_name_or_path", str(inputs["model"]), "--do_predict", "--predict_file", str(squad_own),
+            "--output_dir", str(tmp_path / "run1"), "--max_seq_length=64", "--task_name=race"]
+    assert run_guarded(run_span, argv) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: {squad_own}: version '1.1' names no subset and --task_name 'race' is not a span-extraction "
+        "subset (squad, cmrc2018)")
+    assert run_guarded(run_span, argv[:-1] + ["--task_name=squad"]) == 0
+
     broken_model = tmp_path / "broken-model"
     broken_model.mkdir()
     (broken_model / "config.json").write_text((inputs["model"] / "config.json").read_text())
