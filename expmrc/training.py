@@ -151,7 +151,6 @@ def train(model: torch.nn.Module, train_dataset: Sequence[dict[str, torch.Tensor
             f"--train_batch_size {batch_size} must be divisible by {processes} processes × "
             f"{accumulation} gradient accumulation steps"
         )
-    micro = batch_size // (processes * accumulation)
     total = total_train_steps(num_examples, config)
 
     optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.learning_rate,
@@ -173,31 +172,16 @@ def train(model: torch.nn.Module, train_dataset: Sequence[dict[str, torch.Tensor
     try:
         for step in range(start, total):
             indices = batch_indices(step, num_examples, batch_size, config.seed)
-            for a in range(accumulation):
-                first = (a * processes + accelerator.process_index) * micro
-                batch = to_device(collate_fn([train_dataset[i] for i in indices[first:first + micro]]), accelerator.device)
-                sync = nullcontext() if a == accumulation - 1 else accelerator.no_sync(model)
-                with sync:
-                    loss = model(**batch)["loss"] / accumulation
-                    accelerator.backward(loss)
-                window_loss += loss.detach().float()
-            if config.max_grad_norm > 0:
-                accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
+            window_loss += train_step(model, train_dataset, collate_fn, indices, optimizer, scheduler, config,
+                                      accelerator)
             window_steps += 1
             bar.update(1)
             done = step + 1
             if done % config.logging_steps == 0 or done == total:
                 last_loss = float(accelerator.reduce(window_loss, "mean")) / window_steps
-                record = {"step": done, "loss": round(last_loss, 6), "learning_rate": scheduler.get_last_lr()[0]}
                 bar.set_postfix(loss=f"{last_loss:.4f}")
                 if main:
-                    tqdm.write(f"step {done}/{total}: loss {last_loss:.4f}, learning rate {record['learning_rate']:.3g}",
-                               file=sys.stderr)
-                    with open(Path(config.output_dir) / LOG_FILE, "a", encoding="utf-8") as log:
-                        log.write(json.dumps(record) + "\n")
+                    log_step(config.output_dir, done, total, last_loss, scheduler.get_last_lr()[0])
                 window_loss.zero_()
                 window_steps = 0
             if done % config.save_checkpoints_steps == 0 or done == total:
@@ -212,6 +196,38 @@ def train(model: torch.nn.Module, train_dataset: Sequence[dict[str, torch.Tensor
     return TrainResult(global_step=total, total_steps=total, resumed_from=start, last_loss=last_loss,
                        examples_per_second=ran * batch_size / seconds if ran and seconds > 0 else 0.0,
                        seconds=seconds, checkpoint_seconds=checkpoint_seconds)
+
+
+def train_step(model: Any, dataset: Sequence[dict[str, torch.Tensor]], collate_fn: Callable, indices: list[int],
+               optimizer: Any, scheduler: Any, config: TrainConfig, accelerator: Any) -> torch.Tensor:
+    """One optimizer step on global batch `indices`: this process's micro-batches, synced on the last.
+
+    Returns this process's share of the step's mean loss (detached).
+    """
+    processes, accumulation = accelerator.num_processes, config.gradient_accumulation_steps
+    micro = len(indices) // (processes * accumulation)
+    step_loss = torch.zeros((), device=accelerator.device)
+    for a in range(accumulation):
+        first = (a * processes + accelerator.process_index) * micro
+        batch = to_device(collate_fn([dataset[i] for i in indices[first:first + micro]]), accelerator.device)
+        with nullcontext() if a == accumulation - 1 else accelerator.no_sync(model):
+            loss = model(**batch)["loss"] / accumulation
+            accelerator.backward(loss)
+        step_loss += loss.detach().float()
+    if config.max_grad_norm > 0:
+        accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+    optimizer.step()
+    if not accelerator.optimizer_step_was_skipped:  # fp16 skips steps whose gradients overflowed
+        scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return step_loss
+
+
+def log_step(output_dir: str, step: int, total: int, loss: float, learning_rate: float) -> None:
+    """Print a loss line and append it to OUTPUT_DIR/train_log.jsonl."""
+    tqdm.write(f"step {step}/{total}: loss {loss:.4f}, learning rate {learning_rate:.3g}", file=sys.stderr)
+    with open(Path(output_dir) / LOG_FILE, "a", encoding="utf-8") as log:
+        log.write(json.dumps({"step": step, "loss": round(loss, 6), "learning_rate": learning_rate}) + "\n")
 
 
 def to_device(batch: dict[str, torch.Tensor], device: Any) -> dict[str, torch.Tensor]:
