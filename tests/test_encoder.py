@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from expmrc.encoder import load_encoder, save_model_folder
 from expmrc.errors import ExpmrcError

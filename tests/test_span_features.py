@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from expmrc.data import SpanQuestion
-from expmrc.encoder import read_vocab
 from expmrc.span_features import (IGNORE, FeatureReport, SpanDataset, build_span_features, collate_span,
                                   locate_labels, max_context_flags, window_starts)
 from tiny_bert import tiny_vocab
