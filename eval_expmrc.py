@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Drop-in replacement for the official ExpMRC scorer.
+
+    python eval_expmrc.py DATASET_FILE PREDICTION_FILE
+
+prints one line of JSON (ALL_F1, ANS_F1, EVI_F1, TOTAL, SKIP, VERSION, FILE) with the leaderboard's
+numbers, and `Unanswered question: ID` on stderr for each question the submission lacks. Bad input
+ends in one `error:` line and exit status 2. `expmrc evaluate` gives the same numbers with details.
+"""
+
+import argparse
+import json
+import sys
+
+from expmrc.cli import run_guarded
+from expmrc.data import SUBSETS, load_dataset
+from expmrc.scoring import score_files, warn_about
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Evaluation script for ExpMRC (the leaderboard's metric).")
+    parser.add_argument("dataset_file", help="official dataset file (or a subset name resolved in $EXPMRC_DATA or data/)")
+    parser.add_argument("prediction_file", help="your prediction file: {id: {\"answer\": ..., \"evidence\": ...}}")
+    parser.add_argument("--subset", choices=SUBSETS, help="the subset, when the dataset's `version` does not say")
+    args = parser.parse_args(argv)
+
+    def body(args: argparse.Namespace) -> int:
+        report = score_files(load_dataset(args.dataset_file, args.subset), args.prediction_file)
+        warn_about(report)
+        print(json.dumps(report.official()))
+        return 0
+
+    return run_guarded(body, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
