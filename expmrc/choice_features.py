@@ -13,10 +13,12 @@ windows of a question. Bad input is counted in a `FeatureReport` and handled by 
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
+from tqdm import tqdm
 
 from expmrc.data import LABELS, ChoiceQuestion
 from expmrc.errors import ExpmrcError
@@ -142,6 +144,7 @@ def build_choice_features(
     max_qa_length: int = 128,
     doc_stride: int = 128,
     is_training: bool = False,
+    progress: bool = False,
 ) -> tuple[list[ChoiceFeature], FeatureReport]:
     """Tokenize questions into window features with answer and evidence labels.
 
@@ -162,7 +165,8 @@ def build_choice_features(
     features: list[ChoiceFeature] = []
     passage_cache: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
 
-    for q_index, question in enumerate(questions):
+    bar = tqdm(questions, desc="features", unit="question", file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    for q_index, question in enumerate(bar):
         report.questions += 1
         if not question.options:
             report.skipped_no_options += 1
@@ -251,8 +255,11 @@ def _evidence_tokens(question: ChoiceQuestion, offsets: Sequence[tuple[int, int]
     return tokens, status
 
 
-def feature_tensors(feature: ChoiceFeature) -> dict[str, torch.Tensor]:
-    """A feature as tensors [options, length] plus its labels; `collate_choice` pads a batch of them."""
+LABEL_KEYS = ("labels", "evidence_start", "evidence_end")
+
+
+def feature_tensors(feature: ChoiceFeature, with_labels: bool = True) -> dict[str, torch.Tensor]:
+    """A feature as tensors [options, length] (plus its labels); `collate_choice` pads a batch of them."""
     length = max(len(row) for row in feature.input_ids)
     options = len(feature.input_ids)
     input_ids = torch.zeros(options, length, dtype=torch.long)
@@ -264,22 +271,38 @@ def feature_tensors(feature: ChoiceFeature) -> dict[str, torch.Tensor]:
         attention_mask[i, : len(ids)] = 1
     evidence_mask = torch.zeros(length, dtype=torch.long)
     evidence_mask[: 1 + feature.num_passage_tokens] = 1  # [CLS] and the passage tokens
-    return {
+    item = {
         "input_ids": input_ids,
         "token_type_ids": token_type_ids,
         "attention_mask": attention_mask,
         "option_mask": torch.ones(options, dtype=torch.long),
         "evidence_mask": evidence_mask,
-        "labels": torch.tensor(feature.label, dtype=torch.long),
-        "evidence_start": torch.tensor(feature.evidence_start, dtype=torch.long),
-        "evidence_end": torch.tensor(feature.evidence_end, dtype=torch.long),
     }
+    if with_labels:
+        item["labels"] = torch.tensor(feature.label, dtype=torch.long)
+        item["evidence_start"] = torch.tensor(feature.evidence_start, dtype=torch.long)
+        item["evidence_end"] = torch.tensor(feature.evidence_end, dtype=torch.long)
+    return item
+
+
+class ChoiceDataset:
+    """Features as the model's tensors, one dict per window, built on access (labels for training)."""
+
+    def __init__(self, features: Sequence[ChoiceFeature], with_labels: bool) -> None:
+        self.features = features
+        self.with_labels = with_labels
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return feature_tensors(self.features[index], self.with_labels)
 
 
 def collate_choice(items: Sequence[dict[str, torch.Tensor]], pad_token_id: int = 0) -> dict[str, torch.Tensor]:
     """Stack feature tensors, padding options and length to the batch maximum.
 
-    A padded option gets only a `[CLS]`-position attention (never an all-masked row) and option_mask 0.
+    A padded option gets only a first-position attention (never an all-masked row) and option_mask 0.
     """
     options = max(item["input_ids"].shape[0] for item in items)
     length = max(item["input_ids"].shape[1] for item in items)
@@ -298,13 +321,37 @@ def collate_choice(items: Sequence[dict[str, torch.Tensor]], pad_token_id: int =
         attention_mask[b, :n, :l] = item["attention_mask"]
         option_mask[b, :n] = item["option_mask"]
         evidence_mask[b, :l] = item["evidence_mask"]
-    return {
+    collated = {
         "input_ids": input_ids,
         "token_type_ids": token_type_ids,
         "attention_mask": attention_mask,
         "option_mask": option_mask,
         "evidence_mask": evidence_mask,
-        "labels": torch.stack([item["labels"] for item in items]),
-        "evidence_start": torch.stack([item["evidence_start"] for item in items]),
-        "evidence_end": torch.stack([item["evidence_end"] for item in items]),
     }
+    for key in LABEL_KEYS:
+        if key in items[0]:
+            collated[key] = torch.stack([item[key] for item in items])
+    return collated
+
+
+_COLUMNS = ("qid", "question_index", "window_index", "input_ids", "token_type_ids", "passage_offsets", "label",
+            "evidence_start", "evidence_end")
+
+
+def features_to_payload(built: tuple[list[ChoiceFeature], FeatureReport]) -> dict[str, Any]:
+    """Features and report as plain lists and dicts, for a feature cache."""
+    features, report = built
+    columns = {name: [getattr(f, name) for f in features] for name in _COLUMNS}
+    columns["passage_offsets"] = [[list(o) for o in offsets] for offsets in columns["passage_offsets"]]
+    return {"columns": columns, "report": vars(report)}
+
+
+def features_from_payload(payload: dict[str, Any]) -> tuple[list[ChoiceFeature], FeatureReport]:
+    """The inverse of `features_to_payload`."""
+    columns = payload["columns"]
+    features = []
+    for i in range(len(columns["qid"])):
+        values = {name: columns[name][i] for name in _COLUMNS}
+        values["passage_offsets"] = [tuple(o) for o in values["passage_offsets"]]
+        features.append(ChoiceFeature(**values))
+    return features, FeatureReport(**payload["report"])

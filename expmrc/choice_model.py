@@ -8,13 +8,17 @@ and the passage tokens. Loss = cross-entropy over options + λ × (start CE + en
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from expmrc.choice_features import IGNORE
+from expmrc.errors import ExpmrcError
 
 MASKED = -10000.0  # logit given to padded options and non-passage positions (safe in fp16 and bf16)
+HEAD_PREFIXES = ("option_head.", "evidence_head.")
 
 
 class ChoiceModel(nn.Module):
@@ -23,7 +27,7 @@ class ChoiceModel(nn.Module):
     def __init__(self, encoder: nn.Module, loss_lambda: float = 0.1) -> None:
         super().__init__()
         config = encoder.config
-        self.encoder = encoder
+        self.bert = encoder  # saved as bert.*, the names load_encoder strips back off
         self.loss_lambda = loss_lambda
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.option_head = nn.Linear(config.hidden_size, 1)
@@ -31,6 +35,17 @@ class ChoiceModel(nn.Module):
         for head in (self.option_head, self.evidence_head):
             nn.init.normal_(head.weight, std=config.initializer_range)
             nn.init.zeros_(head.bias)
+
+    def load_heads(self, state: dict[str, Any]) -> bool:
+        """Take trained head weights from a fine-tuned folder's extra entries; False if it has none."""
+        heads = {k: v for k, v in state.items() if k.startswith(HEAD_PREFIXES)}
+        if not heads:
+            return False
+        missing = {k for k in self.state_dict() if k.startswith(HEAD_PREFIXES)} - set(heads)
+        if missing:
+            raise ExpmrcError(f"the fine-tuned model has only some head weights, lacking {sorted(missing)}")
+        self.load_state_dict(heads, strict=False)
+        return True
 
     def forward(
         self,
@@ -46,7 +61,7 @@ class ChoiceModel(nn.Module):
         """Option logits [batch, options], evidence start/end logits [batch, length], and the loss
         when labels are given."""
         batch, options, length = input_ids.shape
-        encoded = self.encoder(
+        encoded = self.bert(
             input_ids=input_ids.reshape(batch * options, length),
             attention_mask=attention_mask.reshape(batch * options, length),
             token_type_ids=token_type_ids.reshape(batch * options, length),

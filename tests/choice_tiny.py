@@ -32,6 +32,7 @@ def tiny_config(vocab_size: int, hidden: int = 64, layers: int = 2, max_position
     return BertConfig(
         vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
         intermediate_size=hidden * 2, max_position_embeddings=max_positions, type_vocab_size=2,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
     )
 
 
