@@ -3,8 +3,8 @@
 Windows of one question are combined: each window's option logits become probabilities (softmax over
 its real options) and an option scores the highest probability any window gives it; the answer is the
 best option's label. The evidence is the best start/end pair of any window (start ≤ end, at most
-`max_evidence_length` tokens, passage tokens only, score = start + end logit), cut from the original
-passage by character offsets.
+`max_evidence_length` tokens, passage tokens only, score = start + end logit less the window's
+`[CLS]` start + end logit), cut from the original passage by character offsets.
 """
 
 from __future__ import annotations
@@ -35,10 +35,13 @@ def evidence_candidates(
     """Best start/end pairs over one window's passage tokens as character spans with scores.
 
     `start_logits`/`end_logits` are over the row positions; passage token i is at position 1 + i.
+    A score is start + end logit minus the window's `[CLS]` (no evidence here) start + end logit,
+    so that windows are compared by how much more they believe in the span than in its absence.
     """
     count = len(offsets)
     if count == 0:
         return []
+    null = float(start_logits[0]) + float(end_logits[0])  # the window's "evidence is not here" score
     starts = np.asarray(start_logits[1 : 1 + count], dtype=np.float64)
     ends = np.asarray(end_logits[1 : 1 + count], dtype=np.float64)
     top_starts = np.argsort(-starts, kind="stable")[:n_best_size]
@@ -48,7 +51,8 @@ def evidence_candidates(
         for e in top_ends:
             if e < s or e - s + 1 > max_evidence_length:
                 continue
-            found.append({"start": int(offsets[s][0]), "end": int(offsets[e][1]), "score": float(starts[s] + ends[e])})
+            found.append({"start": int(offsets[s][0]), "end": int(offsets[e][1]),
+                          "score": float(starts[s] + ends[e] - null)})
     found.sort(key=lambda c: -c["score"])
     return found[:n_best_size]
 
