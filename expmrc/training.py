@@ -73,6 +73,8 @@ def make_accelerator(config: TrainConfig, use_tpu: bool = False) -> Any:
 
     Seeding here, before any model is built, makes task heads start identically on every process
     and in every rerun. `use_tpu` (the original flag) requires torch_xla, which accelerate then uses.
+    Several processes on a machine without any accelerator (e.g. `torchrun --nproc_per_node 2` on a
+    laptop) run as multi-CPU processes joined by gloo.
     """
     from accelerate import Accelerator
     from accelerate.utils import set_seed
@@ -82,8 +84,11 @@ def make_accelerator(config: TrainConfig, use_tpu: bool = False) -> Any:
             import torch_xla  # noqa: F401  (accelerate picks the XLA device when it is importable)
         except ImportError:
             raise ExpmrcError("--use_tpu True needs torch_xla (pip install torch_xla on the TPU VM)") from None
+    cpu_only = (not use_tpu and int(os.environ.get("WORLD_SIZE", "1")) > 1
+                and not (hasattr(torch, "accelerator") and torch.accelerator.is_available()))
     try:
-        accelerator = Accelerator(mixed_precision=config.mixed_precision, step_scheduler_with_optimizer=False)
+        accelerator = Accelerator(mixed_precision=config.mixed_precision, step_scheduler_with_optimizer=False,
+                                  cpu=cpu_only)
     except (ValueError, RuntimeError) as exc:
         raise ExpmrcError(f"--mixed_precision {config.mixed_precision} is not available here: {exc}") from None
     set_seed(config.seed)

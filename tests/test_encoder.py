@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,16 +61,32 @@ def test_shape_mismatch_is_refused(tiny, tmp_path):
                      init_checkpoint=str(tiny))
 
 
-def test_tensorflow_prefix_goes_to_the_tf_reader_or_says_it_is_absent(tiny, tmp_path):
-    (tmp_path / "bert_model.ckpt.index").write_bytes(b"")
-    try:
-        import expmrc.tf_checkpoint  # noqa: F401
-    except ImportError:
-        with pytest.raises(ExpmrcError, match="TensorFlow checkpoint, but this copy of expmrc has no"):
-            load_encoder(bert_config_file=str(tiny / "config.json"), vocab_file=str(tiny / "vocab.txt"),
-                         init_checkpoint=str(tmp_path / "bert_model.ckpt"))
-    else:
-        pytest.skip("the TensorFlow reader is present; its own tests cover reading checkpoints")
+TF_RELEASE = Path(__file__).parent / "fixtures" / "tiny_tf_bert"
+
+
+def tf_flags(prefix=TF_RELEASE / "bert_model.ckpt"):
+    return dict(bert_config_file=str(TF_RELEASE / "bert_config.json"), vocab_file=str(TF_RELEASE / "vocab.txt"),
+                init_checkpoint=str(prefix))
+
+
+def test_tensorflow_release_loads_like_its_converted_folder(tmp_path):
+    from expmrc.tf_checkpoint import convert_tf_checkpoint
+
+    encoder = load_encoder(**tf_flags())
+    assert encoder.source.weights_kind == "tf" and encoder.report.missing == []
+    assert "variables mapped" in encoder.report.summary()
+    convert_tf_checkpoint(str(TF_RELEASE), str(tmp_path / "hf"))
+    converted = load_encoder(model_name_or_path=str(tmp_path / "hf"))
+    for name, tensor in converted.model.state_dict().items():
+        assert torch.equal(tensor, encoder.model.state_dict()[name]), name
+    named_by_index = load_encoder(**tf_flags(TF_RELEASE / "bert_model.ckpt.index"))
+    assert torch.equal(named_by_index.model.pooler.dense.weight, encoder.model.pooler.dense.weight)
+
+
+def test_tensorflow_prefix_without_the_reader_says_so(monkeypatch):
+    monkeypatch.setitem(sys.modules, "expmrc.tf_checkpoint", None)  # as in a copy without the reader
+    with pytest.raises(ExpmrcError, match="is a TensorFlow checkpoint, but this copy of expmrc has no"):
+        load_encoder(**tf_flags())
 
 
 def test_missing_checkpoint_and_no_model(tmp_path, tiny):

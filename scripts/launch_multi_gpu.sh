@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Run one of the training scripts on several GPUs, on one machine or several, through accelerate
+# (default) or torchrun. The script's own variables (PLM_PATH, DATA_PATH, MODEL_PATH, ...) pass through.
+#
+#   NUM_GPUS=4 PLM_PATH=models/chinese_macbert_large DATA_PATH=data/cmrc2018 MODEL_PATH=runs/cmrc-large \
+#     SIZE=large MIXED_PRECISION=bf16 bash scripts/launch_multi_gpu.sh scripts/run_cmrc2018.sh
+#   NUM_GPUS=8 SUBSET=c3 PLM_PATH=... DATA_PATH=... bash scripts/launch_multi_gpu.sh scripts/lambda_sweep.sh
+#
+# LAUNCHER      accelerate (default) or torchrun
+# NUM_GPUS      processes per machine (default: the GPUs nvidia-smi lists)
+# NUM_MACHINES  default 1; with more, run the same command on every machine with its MACHINE_RANK
+#               (0 on the main one) and MAIN_ADDR / MAIN_PORT (29500) of the main machine
+# TRAIN_BATCH_SIZE keeps its meaning: the TOTAL over all GPUs and machines (32 by default), as in the
+# original scripts, so results do not depend on how many devices ran them. DRY_RUN=1 prints the command.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+[ $# -ge 1 ] || die "usage: bash scripts/launch_multi_gpu.sh scripts/run_<subset>.sh|scripts/lambda_sweep.sh"
+script=$1
+shift
+[ -f "$script" ] || die "$script: no such script"
+if [ -z "${NUM_GPUS:-}" ]; then
+  NUM_GPUS="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"
+  [ "$NUM_GPUS" -ge 1 ] || die "no GPU found by nvidia-smi; set NUM_GPUS"
+fi
+machines="${NUM_MACHINES:-1}"
+case "${LAUNCHER:-accelerate}" in
+  accelerate)
+    launch="$PYTHON -m accelerate.commands.launch --num_processes $((NUM_GPUS * machines)) --num_machines $machines"
+    launch+=" --mixed_precision ${MIXED_PRECISION:-no}"
+    if [ $((NUM_GPUS * machines)) -gt 1 ]; then launch+=" --multi_gpu"; fi
+    if [ "$machines" -gt 1 ]; then
+      require MAIN_ADDR
+      launch+=" --machine_rank ${MACHINE_RANK:-0} --main_process_ip $MAIN_ADDR --main_process_port ${MAIN_PORT:-29500}"
+    fi
+    ;;
+  torchrun)
+    launch="$PYTHON -m torch.distributed.run --nproc_per_node $NUM_GPUS --nnodes $machines"
+    if [ "$machines" -gt 1 ]; then
+      require MAIN_ADDR
+      launch+=" --node_rank ${MACHINE_RANK:-0} --master_addr $MAIN_ADDR --master_port ${MAIN_PORT:-29500}"
+    fi
+    ;;
+  *) die "LAUNCHER must be accelerate or torchrun, got '$LAUNCHER'" ;;
+esac
+LAUNCH="$launch" exec bash "$script" "$@"
