@@ -132,6 +132,20 @@ def run_span(argv: list[str] | None = None) -> int:
                 write_json_atomic(str(output / NBEST_FILE), nbest, indent=1)
                 write_json_atomic(str(output / PREDICTIONS_FILE), predictions, indent=1)
                 print(f"wrote {len(predictions)} predictions to {output / PREDICTIONS_FILE}", file=sys.stderr)
+                print_scores(dataset, predictions)
         accelerator.wait_for_everyone()
     return 0
 
+
+def print_scores(dataset: Any, predictions: dict[str, dict[str, str]]) -> None:
+    """Print the leaderboard's figures for the predictions (the predict file carries gold answers)."""
+    from expmrc.scoring import score
+
+    try:
+        report = score(dataset, predictions)
+    except ExpmrcError as exc:  # e.g. no NLTK data: the predictions are written, only the score is missing
+        print(f"not scored: {exc}", file=sys.stderr)
+        return
+    official = report.official()
+    print(f"{dataset.path}: answer F1 {official['ANS_F1']}, evidence F1 {official['EVI_F1']}, "
+          f"overall {official['ALL_F1']} ({official['TOTAL']} questions)", file=sys.stderr)

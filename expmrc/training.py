@@ -64,8 +64,9 @@ class TrainResult:
     total_steps: int
     resumed_from: int  # the checkpoint step training continued from; 0 for a fresh start
     last_loss: float | None  # mean loss over the last logging window (None if no step ran)
-    examples_per_second: float  # over the steps this call ran
+    examples_per_second: float  # over the steps this call ran, checkpoint writing included
     seconds: float
+    checkpoint_seconds: float  # of `seconds`, the time spent writing checkpoints
 
 
 def make_accelerator(config: TrainConfig, use_tpu: bool = False) -> Any:
@@ -167,7 +168,7 @@ def train(model: torch.nn.Module, train_dataset: Sequence[dict[str, torch.Tensor
     bar = tqdm(total=total, initial=start, desc="training", unit="step", file=sys.stderr,
                disable=not accelerator.is_local_main_process, dynamic_ncols=True)
     window_loss = torch.zeros((), device=accelerator.device)
-    window_steps, last_loss = 0, None
+    window_steps, last_loss, checkpoint_seconds = 0, None, 0.0
     began = time.perf_counter()
     try:
         for step in range(start, total):
@@ -200,15 +201,17 @@ def train(model: torch.nn.Module, train_dataset: Sequence[dict[str, torch.Tensor
                 window_loss.zero_()
                 window_steps = 0
             if done % config.save_checkpoints_steps == 0 or done == total:
+                saving = time.perf_counter()
                 save_checkpoint(config.output_dir, done, fingerprint, model, optimizer, scheduler, accelerator,
                                 config.keep_checkpoints)
+                checkpoint_seconds += time.perf_counter() - saving
     finally:
         bar.close()
     seconds = time.perf_counter() - began
     ran = total - start
     return TrainResult(global_step=total, total_steps=total, resumed_from=start, last_loss=last_loss,
                        examples_per_second=ran * batch_size / seconds if ran and seconds > 0 else 0.0,
-                       seconds=seconds)
+                       seconds=seconds, checkpoint_seconds=checkpoint_seconds)
 
 
 def to_device(batch: dict[str, torch.Tensor], device: Any) -> dict[str, torch.Tensor]:
@@ -219,7 +222,7 @@ def to_device(batch: dict[str, torch.Tensor], device: Any) -> dict[str, torch.Te
 def predict(model: torch.nn.Module, dataset: Sequence[dict[str, torch.Tensor]],
             collate_fn: Callable[[list[dict[str, torch.Tensor]]], dict[str, torch.Tensor]],
             batch_size: int, accelerator: Any) -> list[dict[str, np.ndarray]]:
-    """The model's outputs (all but `loss`) for every dataset item, in dataset order, on every process.
+    """The model's per-item outputs (those with a batch dimension) for every item, in order, on every process.
 
     Each process runs one contiguous share of the items; the shares are gathered and checked so that
     nothing is duplicated or dropped. `batch_size` is the total over processes.
@@ -239,7 +242,8 @@ def predict(model: torch.nn.Module, dataset: Sequence[dict[str, torch.Tensor]],
             items = [dataset[i] for i in mine[start:start + per_process]]
             with accelerator.autocast():
                 result = model(**to_device(collate_fn(items), accelerator.device))
-            arrays = {k: v.float().cpu().numpy() for k, v in result.items() if k != "loss"}
+            arrays = {k: v.float().cpu().numpy() for k, v in result.items()
+                      if k != "loss" and v.dim() > 0 and v.shape[0] == len(items)}
             outputs.extend({k: v[j] for k, v in arrays.items()} for j in range(len(items)))
     model.train(was_training)
     if processes == 1:

@@ -95,6 +95,8 @@ def test_smoke_run_writes_a_submission_the_scorer_reads(inputs, reference):
     official = json.loads(scored.stdout)
     assert official["TOTAL"] == 30 and official["SKIP"] == 0
     assert float(official["ANS_F1"]) > 50 and float(official["EVI_F1"]) > 50  # 120 steps already learn a lot
+    assert (f"answer F1 {official['ANS_F1']}, evidence F1 {official['EVI_F1']}, overall {official['ALL_F1']}"
+            in stderr)  # the run prints the same figures itself
     info = json.loads((out / "run_info.json").read_text(encoding="utf-8"))
     assert (info["status"], info["global_step"], info["task"], info["loss_lambda"], info["rand_seed"]) == \
         ("finished", STEPS, "span", 1.0, 7)
