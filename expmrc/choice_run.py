@@ -17,6 +17,7 @@ from typing import Any
 from expmrc.data import CHOICE_SUBSETS, Dataset, load_dataset, read_json, subset_from_version
 from expmrc.errors import ExpmrcError
 from expmrc.flags import build_parser, check_flags, train_config_from_flags
+from expmrc.span_run import TRAINED_MODEL_DIR, model_flags, print_scores  # run-directory rules both baselines share
 
 DESCRIPTION = """\
 Train and run the multiple-choice baseline (RACE+, C3): BERT with one logit per option from the pooled
@@ -29,7 +30,6 @@ example:
       --train_file c3-train-pseudo.json --do_predict True --predict_file expmrc-c3-dev.json \\
       --output_dir runs/c3-seed1
 """
-TRAINED_MODEL_DIR = "model"
 
 
 def choice_parser() -> argparse.ArgumentParser:
@@ -73,14 +73,6 @@ def choice_features(args: argparse.Namespace, path: str, cache_path: str, tokeni
     if accelerator.is_main_process:
         print(f"{path}: {report.summary()}", file=sys.stderr)
     return dataset, features, report
-
-
-def model_flags(args: argparse.Namespace, trained: Path) -> dict[str, Any]:
-    """Where the encoder comes from: OUTPUT_DIR/model for a predict-only rerun, else the model flags."""
-    if not args.do_train and (trained / "config.json").is_file():
-        return {"model_name_or_path": str(trained)}
-    return {"model_name_or_path": args.model_name_or_path, "bert_config_file": args.bert_config_file,
-            "vocab_file": args.vocab_file, "init_checkpoint": args.init_checkpoint}
 
 
 def run_choice(argv: list[str] | None = None) -> int:
@@ -145,5 +137,6 @@ def run_choice(argv: list[str] | None = None) -> int:
             if main:
                 write_choice_outputs(str(output), predictions, nbest)
                 print(f"wrote {len(predictions)} predictions to {output / 'dev_predictions.json'}", file=sys.stderr)
+                print_scores(dataset, predictions)
         accelerator.wait_for_everyone()
     return 0

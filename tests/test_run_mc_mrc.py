@@ -75,7 +75,7 @@ def reference(inputs):
 
 @needs_punkt
 def test_smoke_run_writes_a_submission_the_scorer_reads(inputs, reference):
-    out, _ = reference
+    out, stderr = reference
     dataset = load_dataset(str(inputs["dev"]))
     preds = predictions(out)
     assert list(preds) == [q.qid for q in dataset.questions]
@@ -88,6 +88,8 @@ def test_smoke_run_writes_a_submission_the_scorer_reads(inputs, reference):
     official = json.loads(scored.stdout)
     assert official["TOTAL"] == len(dataset.questions) and official["SKIP"] == 0
     assert 0 <= float(official["ANS_F1"]) <= 100 and float(official["EVI_F1"]) > 0
+    assert (f"{inputs['dev']}: answer F1 {official['ANS_F1']}, evidence F1 {official['EVI_F1']}, "
+            f"overall {official['ALL_F1']}") in stderr  # the run prints what the scorer says
     info = json.loads((out / "run_info.json").read_text(encoding="utf-8"))
     assert (info["status"], info["global_step"], info["task"], info["task_name"], info["loss_lambda"],
             info["rand_seed"]) == ("finished", STEPS, "choice", "c3", 0.1, 12345)
