@@ -33,8 +33,8 @@ class ChoiceFeature:
     qid: str
     question_index: int  # index of the question in the list given to build_choice_features
     window_index: int
-    input_ids: list[list[int]]  # one row per option, unpadded
-    token_type_ids: list[list[int]]
+    passage_part: list[int]  # [CLS] window passage tokens [SEP], shared by every option's row
+    qa_parts: list[list[int]]  # per option: question + option tokens [SEP]
     passage_offsets: list[tuple[int, int]]  # character span in the passage of each window passage token
     label: int  # gold option index, or IGNORE when unknown
     evidence_start: int  # position in the row (1.. for passage tokens, 0 = [CLS]: not in this window), or IGNORE
@@ -44,6 +44,16 @@ class ChoiceFeature:
     def num_passage_tokens(self) -> int:
         """Passage tokens in this window; they sit at positions 1..num_passage_tokens of every row."""
         return len(self.passage_offsets)
+
+    @property
+    def input_ids(self) -> list[list[int]]:
+        """One unpadded row per option: `[CLS] passage [SEP] question option [SEP]`."""
+        return [self.passage_part + qa for qa in self.qa_parts]
+
+    @property
+    def token_type_ids(self) -> list[list[int]]:
+        """Segment 0 for `[CLS] passage [SEP]`, 1 for the rest, per option."""
+        return [[0] * len(self.passage_part) + [1] * len(qa) for qa in self.qa_parts]
 
 
 @dataclass
@@ -213,6 +223,7 @@ def build_choice_features(
                 f"question {question.qid}: question and option take {max(len(r) for r in qa_rows)} tokens, "
                 f"leaving no room for the passage in max_seq_length {max_seq_length}; lower max_qa_length"
             )
+        qa_parts = [qa + [sep_id] for qa in qa_rows]  # the same lists serve every window of the question
         windows = passage_windows(len(passage_ids), budget, doc_stride)
         if len(windows) > 1:
             report.multi_window_questions += 1
@@ -223,14 +234,13 @@ def build_choice_features(
                 ev_start, ev_end = 1 + evidence_tokens[0] - w_start, 1 + evidence_tokens[1] - w_start
             else:
                 ev_start = ev_end = 0
-            passage_part = [cls_id] + passage_ids[w_start:w_end] + [sep_id]
             features.append(
                 ChoiceFeature(
                     qid=question.qid,
                     question_index=q_index,
                     window_index=w_index,
-                    input_ids=[passage_part + qa + [sep_id] for qa in qa_rows],
-                    token_type_ids=[[0] * len(passage_part) + [1] * (len(qa) + 1) for qa in qa_rows],
+                    passage_part=[cls_id] + passage_ids[w_start:w_end] + [sep_id],
+                    qa_parts=qa_parts,
                     passage_offsets=passage_offsets[w_start:w_end],
                     label=IGNORE if label is None else label,
                     evidence_start=ev_start,
@@ -260,15 +270,17 @@ LABEL_KEYS = ("labels", "evidence_start", "evidence_end")
 
 def feature_tensors(feature: ChoiceFeature, with_labels: bool = True) -> dict[str, torch.Tensor]:
     """A feature as tensors [options, length] (plus its labels); `collate_choice` pads a batch of them."""
-    length = max(len(row) for row in feature.input_ids)
-    options = len(feature.input_ids)
+    passage = len(feature.passage_part)
+    length = passage + max(len(qa) for qa in feature.qa_parts)
+    options = len(feature.qa_parts)
     input_ids = torch.zeros(options, length, dtype=torch.long)
     token_type_ids = torch.zeros(options, length, dtype=torch.long)
     attention_mask = torch.zeros(options, length, dtype=torch.long)
-    for i, (ids, types) in enumerate(zip(feature.input_ids, feature.token_type_ids)):
-        input_ids[i, : len(ids)] = torch.tensor(ids)
-        token_type_ids[i, : len(types)] = torch.tensor(types)
-        attention_mask[i, : len(ids)] = 1
+    input_ids[:, :passage] = torch.tensor(feature.passage_part)
+    for i, qa in enumerate(feature.qa_parts):
+        input_ids[i, passage : passage + len(qa)] = torch.tensor(qa)
+        token_type_ids[i, passage : passage + len(qa)] = 1
+        attention_mask[i, : passage + len(qa)] = 1
     evidence_mask = torch.zeros(length, dtype=torch.long)
     evidence_mask[: 1 + feature.num_passage_tokens] = 1  # [CLS] and the passage tokens
     item = {
@@ -334,7 +346,7 @@ def collate_choice(items: Sequence[dict[str, torch.Tensor]], pad_token_id: int =
     return collated
 
 
-_COLUMNS = ("qid", "question_index", "window_index", "input_ids", "token_type_ids", "passage_offsets", "label",
+_COLUMNS = ("qid", "question_index", "window_index", "passage_part", "qa_parts", "passage_offsets", "label",
             "evidence_start", "evidence_end")
 
 

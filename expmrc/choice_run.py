@@ -66,8 +66,14 @@ def choice_features(args: argparse.Namespace, path: str, cache_path: str, tokeni
     dataset = load_choice_dataset(path, args.task_name)
     settings = {"task": "choice", "max_seq_length": args.max_seq_length, "doc_stride": args.doc_stride,
                 "max_qa_length": args.max_qa_length, "is_training": is_training}
-    build = partial(build_choice_features, dataset.questions, tokenizer, args.max_seq_length, args.max_qa_length,
-                    args.doc_stride, is_training, accelerator.is_local_main_process)
+
+    def build() -> Any:
+        try:
+            return build_choice_features(dataset.questions, tokenizer, args.max_seq_length, args.max_qa_length,
+                                         args.doc_stride, is_training, accelerator.is_local_main_process)
+        except ExpmrcError as exc:  # name the file, as every input error does
+            raise ExpmrcError(f"{path}: {exc}") from None
+
     (features, report), _ = cached(cache_path, cache_key(tokenizer, settings, path), build, accelerator,
                                    features_to_payload, features_from_payload)
     if accelerator.is_main_process:
