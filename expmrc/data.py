@@ -141,15 +141,16 @@ def load_dataset(path: str, subset: str | None = None) -> Dataset:
     elif subset not in SUBSETS:
         raise ExpmrcError(f"{path}: unknown subset {subset!r}; choose one of {', '.join(SUBSETS)}")
     if subset in SPAN_SUBSETS:
-        questions: list[Question] = list(_span_questions(path, doc["data"]))
+        questions: list[Question] = list(span_questions(path, doc["data"]))
     else:
-        questions = list(_choice_questions(path, doc["data"]))
+        questions = list(choice_questions(path, doc["data"]))
     if not questions:
         raise ExpmrcError(f"{path}: dataset holds no questions")
     return Dataset(path=path, version=version, subset=subset, questions=questions, raw=doc)
 
 
-def _span_questions(path: str, articles: list) -> Any:
+def span_questions(path: str, articles: list) -> Any:
+    """Validate SQuAD-style `data` (read from `path`) and yield its questions in file order."""
     for a, article in enumerate(articles):
         if not isinstance(article, dict) or not isinstance(article.get("paragraphs"), list):
             raise ExpmrcError(f"{path}: data[{a}] must be an object with a `paragraphs` list")
@@ -183,7 +184,8 @@ def _span_questions(path: str, articles: list) -> Any:
                 )
 
 
-def _choice_questions(path: str, samples: list) -> Any:
+def choice_questions(path: str, samples: list) -> Any:
+    """Validate RACE/C3-style `data` (read from `path`) and yield its questions in file order."""
     for s, sample in enumerate(samples):
         if not isinstance(sample, dict):
             raise ExpmrcError(f"{path}: data[{s}] must be an object")

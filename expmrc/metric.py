@@ -52,26 +52,31 @@ def _nltk_word_tokenize():
     return _word_tokenize
 
 
+@lru_cache(maxsize=1 << 17)
+def _word_tokens(run: str) -> tuple[str, ...]:
+    """NLTK's tokens of one run of non-CJK text; cached, since passages repeat names and numbers."""
+    return tuple(_nltk_word_tokenize()(run))
+
+
 def _is_split_char(ch: str) -> bool:
     return "\u4e00" <= ch <= "\u9fa5" or ch in _SPLIT_CHARS
 
 
 def tokenize(text: str) -> list[str]:
     """Split `text` into the leaderboard's tokens (before normalization)."""
-    word_tokenize = _nltk_word_tokenize()
     tokens: list[str] = []
     run_start = None
     text = text.strip()
     for i, ch in enumerate(text):
         if _is_split_char(ch):
             if run_start is not None:
-                tokens.extend(word_tokenize(text[run_start:i]))
+                tokens.extend(_word_tokens(text[run_start:i]))
                 run_start = None
             tokens.append(ch)
         elif run_start is None:
             run_start = i
     if run_start is not None:
-        tokens.extend(word_tokenize(text[run_start:]))
+        tokens.extend(_word_tokens(text[run_start:]))
     return tokens
 
 

@@ -1,0 +1,109 @@
+"""Wall time of every evidence method on the four dev sets, and of pseudo labelling CMRC 2018 train.
+
+    python benchmarks/bench_evidence.py [--repeat 3] [--no-reference]
+
+Needs $EXPMRC_DATA (dev sets), $EXPMRC_TRAIN_DATA (cmrc2018-train.json) and NLTK's Punkt data.
+Every timing starts from cold caches (sentences, tokens, stems) and is the best of --repeat runs.
+The reference for pseudo labelling, measured in the same run, is the obvious implementation: every
+candidate run's text scored with `expmrc.metric.f1` against question + answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from expmrc import evidence, idf_window, sentences  # noqa: E402
+from expmrc.data import SUBSETS, load_dataset  # noqa: E402
+from expmrc.extract import METHODS, build_method, extract  # noqa: E402
+from expmrc import metric  # noqa: E402
+from expmrc.metric import f1, tokenize  # noqa: E402
+from expmrc.pseudo import pseudo_label  # noqa: E402
+
+
+def cold() -> None:
+    """Empty every cache the evidence code keeps, so each timing pays for tokenization."""
+    for cached in (evidence.prepare_passage, evidence.scorer_tokens, evidence._word_tokens,
+                   sentences._split_cached, idf_window._stem):
+        cached.cache_clear()
+
+
+def best_of(repeat: int, work) -> float:
+    times = []
+    for _ in range(repeat):
+        cold()
+        start = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def naive_pseudo(dataset) -> int:
+    """The reference: each run of 1-3 sentences as text, scored with metric.f1 against question + answer."""
+    multi = 0
+    for q in dataset.questions:
+        split = sentences.split_sentences(q.context)
+        key = q.question + str(q.answers[0])
+        best = (-1.0, 0, 0)
+        for i in range(len(split)):
+            for j in range(i, min(i + 3, len(split))):
+                value = f1(q.context[split[i].start:split[j].end], [key])
+                if value > best[0]:
+                    best = (value, i, j)
+        multi += best[2] > best[1]
+    return multi
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-reference", action="store_true", help="skip the slow reference implementation")
+    args = parser.parse_args()
+    train = Path(os.environ.get("EXPMRC_TRAIN_DATA", "")) / "cmrc2018-train.json"
+    if not os.environ.get("EXPMRC_DATA") or not train.is_file():
+        sys.exit("set EXPMRC_DATA to the dev sets and EXPMRC_TRAIN_DATA to the folder with cmrc2018-train.json")
+    tokenize("warm up NLTK")  # the one-off Punkt load is not part of any timing
+
+    print("evidence methods, gold answers, seconds per dev set (cold caches, best of %d):" % args.repeat)
+    print("| method | " + " | ".join(SUBSETS) + " |")
+    print("| --- |" + " ---: |" * len(SUBSETS))
+    datasets = {s: load_dataset(s) for s in SUBSETS}
+    for method in METHODS:
+        cells = []
+        for subset, dataset in datasets.items():
+            if method == "answer-sentence" and dataset.kind != "span":
+                cells.append("—")
+                continue
+            seconds = best_of(args.repeat, lambda: extract(dataset, build_method(method, dataset), progress=False))
+            cells.append(f"{seconds:.2f}")
+        print(f"| {method} | " + " | ".join(cells) + " |")
+
+    dataset = load_dataset(str(train), "cmrc2018")
+    ours = best_of(args.repeat, lambda: pseudo_label(dataset, progress=False))
+    print(f"\npseudo labels, CMRC 2018 train ({len(dataset.questions)} questions), in process: {ours:.2f} s")
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "expmrc.cli", "pseudo", "--subset", "cmrc2018", str(train),
+                        "--output", str(Path(folder) / "out.json")], check=True, cwd=ROOT,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print(f"`expmrc pseudo` end to end (start-up, load, label, write): {time.perf_counter() - start:.2f} s")
+    if not args.no_reference:
+        cold()
+        metric._normalized.cache_clear()
+        start = time.perf_counter()
+        naive_pseudo(dataset)
+        reference = time.perf_counter() - start
+        print(f"reference (metric.f1 on every run's text): {reference:.2f} s; ratio ours/reference "
+              f"{ours / reference:.2f}")
+
+
+if __name__ == "__main__":
+    main()

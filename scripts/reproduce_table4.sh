@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Reproduces Table 4 of the ExpMRC paper (evidence F1 of the two sentence oracles on the four dev
+# sets, gold answers) and prints it as markdown with the paper's numbers beside ours.
+# Needs the dev sets ($EXPMRC_DATA, or data/ after `expmrc download`) and NLTK's Punkt data.
+# Extra arguments go to the report, e.g. `--subsets squad race`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
+exec "$PYTHON" -m expmrc.evidence_report table4 "$@"
