@@ -101,7 +101,8 @@ def run_choice(argv: list[str] | None = None) -> int:
     output.mkdir(parents=True, exist_ok=True)
     trained = output / TRAINED_MODEL_DIR
     source = model_flags(args, trained)
-    info = run_info_base("choice", args, model=next((v for v in source.values() if v), ""))
+    model_path = source.get("model_name_or_path") or source.get("init_checkpoint") or source.get("bert_config_file")
+    info = run_info_base("choice", args, model=model_path)
     main = accelerator.is_main_process
     with recorded_run(args.output_dir, info, main):
         encoder = load_encoder(**source, do_lower_case=args.do_lower_case, add_pooling_layer=True)
@@ -112,7 +113,11 @@ def run_choice(argv: list[str] | None = None) -> int:
                               f"max_position_embeddings {encoder.config.max_position_embeddings}")
         model = ChoiceModel(encoder.model, args.loss_lambda)
         has_heads = model.load_heads(encoder.extra_state)
-        info["global_step"] = int(getattr(encoder.config, "expmrc", {}).get("global_step", 0))
+        trained_with = getattr(encoder.config, "expmrc", {})  # what a fine-tuned folder records about its training
+        info["global_step"] = int(trained_with.get("global_step", 0))
+        if not args.do_train:  # predictions of a fine-tuned model are recorded under the settings that trained it
+            for key in ("model", "loss_lambda", "rand_seed"):
+                info[key] = trained_with.get("base_model" if key == "model" else key, info[key])
         collate = partial(collate_choice, pad_token_id=encoder.tokenizer.pad_token_id)
 
         if args.do_train:
@@ -125,7 +130,8 @@ def run_choice(argv: list[str] | None = None) -> int:
             model = accelerator.unwrap_model(model)
             if main:  # keys bert.* and the heads', which load_encoder and load_heads read back
                 save_model_folder(str(trained), model.state_dict(), encoder.config, encoder.tokenizer,
-                                  {"task": "choice", "loss_lambda": args.loss_lambda, "global_step": result.global_step})
+                                  {"task": "choice", "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
+                                   "global_step": result.global_step, "base_model": info["model"]})
             accelerator.wait_for_everyone()
         elif not has_heads and main:
             print("warning: the model has no trained option and evidence heads (train first, or point "
