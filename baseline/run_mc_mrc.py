@@ -1,0 +1,12 @@
+"""Multiple-choice baseline (RACE+, C3) with the original release's flags; see expmrc/choice_run.py."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's expmrc, even if another is installed
+
+from expmrc.choice_run import run_choice  # noqa: E402
+from expmrc.cli import run_guarded  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(run_guarded(run_choice, sys.argv[1:]))
