@@ -1,0 +1,349 @@
+"""The training and prediction loop shared by the baselines, on `accelerate` (CPU, GPUs, machines, TPU).
+
+Batches are cut from a fixed stream: epoch e is a permutation of the dataset seeded by (seed, e),
+the epochs are laid end to end, and optimizer step s takes the next `train_batch_size` items. Each
+process takes its own slice of every global batch, so `train_batch_size` is the total over devices
+(and accumulation steps), as in the original TensorFlow scripts, and the data position of a run is
+its step number alone. Checkpoints every `save_checkpoints_steps` hold the model, optimizer,
+scheduler and each process's RNG states; running the same command again resumes from the newest one
+and, with a fixed seed on CPU, ends in exactly the weights an uninterrupted run reaches.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from expmrc.errors import ExpmrcError
+
+CHECKPOINT_DIR = "checkpoints"
+LOG_FILE = "train_log.jsonl"
+ADAM_EPSILON = 1e-6  # the original BERT optimizer's epsilon
+
+
+@dataclass
+class TrainConfig:
+    """Optimization and bookkeeping settings of one run (the flags, minus model and data)."""
+
+    output_dir: str
+    learning_rate: float = 3e-5
+    num_train_epochs: float = 2.0
+    max_steps: int = -1  # > 0 overrides num_train_epochs
+    train_batch_size: int = 32  # total over processes and accumulation steps
+    predict_batch_size: int = 8  # total over processes
+    warmup_proportion: float = 0.1
+    weight_decay: float = 0.01
+    gradient_accumulation_steps: int = 1
+    mixed_precision: str = "no"  # no | fp16 | bf16
+    seed: int = 12345
+    save_checkpoints_steps: int = 1000
+    logging_steps: int = 50
+    keep_checkpoints: int = 3
+    max_grad_norm: float = 1.0  # global-norm clipping, as the original optimizer does
+
+
+@dataclass
+class TrainResult:
+    """How a call to `train` ended."""
+
+    global_step: int
+    total_steps: int
+    resumed_from: int  # the checkpoint step training continued from; 0 for a fresh start
+    last_loss: float | None  # mean loss over the last logging window (None if no step ran)
+    examples_per_second: float  # over the steps this call ran
+    seconds: float
+
+
+def make_accelerator(config: TrainConfig, use_tpu: bool = False) -> Any:
+    """The run's Accelerator (the only device layer), with every RNG seeded by `config.seed`.
+
+    Seeding here, before any model is built, makes task heads start identically on every process
+    and in every rerun. `use_tpu` (the original flag) requires torch_xla, which accelerate then uses.
+    """
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+
+    if use_tpu:
+        try:
+            import torch_xla  # noqa: F401  (accelerate picks the XLA device when it is importable)
+        except ImportError:
+            raise ExpmrcError("--use_tpu True needs torch_xla (pip install torch_xla on the TPU VM)") from None
+    try:
+        accelerator = Accelerator(mixed_precision=config.mixed_precision, step_scheduler_with_optimizer=False)
+    except (ValueError, RuntimeError) as exc:
+        raise ExpmrcError(f"--mixed_precision {config.mixed_precision} is not available here: {exc}") from None
+    set_seed(config.seed)
+    return accelerator
+
+
+def total_train_steps(num_examples: int, config: TrainConfig) -> int:
+    """Optimizer steps of a run: `max_steps`, else epochs × examples / batch size, rounded up."""
+    if config.max_steps > 0:
+        return config.max_steps
+    return max(1, math.ceil(config.num_train_epochs * num_examples / config.train_batch_size))
+
+
+@lru_cache(maxsize=4)
+def epoch_permutation(num_examples: int, seed: int, epoch: int) -> tuple[int, ...]:
+    """The order of the dataset in one epoch; depends only on (seed, epoch), never on global RNG state."""
+    return tuple(int(i) for i in np.random.default_rng([seed, epoch]).permutation(num_examples))
+
+
+def batch_indices(step: int, num_examples: int, batch_size: int, seed: int) -> list[int]:
+    """Dataset indices of global batch `step`: the next `batch_size` items of the epoch stream."""
+    indices: list[int] = []
+    position = step * batch_size
+    while len(indices) < batch_size:
+        epoch, offset = divmod(position, num_examples)
+        take = min(batch_size - len(indices), num_examples - offset)
+        indices.extend(epoch_permutation(num_examples, seed, epoch)[offset:offset + take])
+        position += take
+    return indices
+
+
+def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW groups: weight decay on weight matrices, none on biases and LayerNorm weights."""
+    no_decay: set[int] = set()
+    for module in model.modules():
+        if isinstance(module, torch.nn.LayerNorm):
+            no_decay.update(id(p) for p in module.parameters(recurse=False))
+    decay, plain = [], []
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        (plain if name.endswith("bias") or id(param) in no_decay else decay).append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
+
+
+def train(model: torch.nn.Module, train_dataset: Sequence[dict[str, torch.Tensor]],
+          collate_fn: Callable[[list[dict[str, torch.Tensor]]], dict[str, torch.Tensor]],
+          config: TrainConfig, accelerator: Any) -> TrainResult:
+    """Train `model` (whose forward returns a dict with `loss`) in place, resuming from the newest checkpoint."""
+    from transformers import get_linear_schedule_with_warmup
+
+    num_examples = len(train_dataset)
+    if num_examples == 0:
+        raise ExpmrcError("no training features to train on")
+    processes, accumulation = accelerator.num_processes, config.gradient_accumulation_steps
+    batch_size = config.train_batch_size
+    if batch_size % (processes * accumulation):
+        raise ExpmrcError(
+            f"--train_batch_size {batch_size} must be divisible by {processes} processes × "
+            f"{accumulation} gradient accumulation steps"
+        )
+    micro = batch_size // (processes * accumulation)
+    total = total_train_steps(num_examples, config)
+
+    optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.learning_rate,
+                                  eps=ADAM_EPSILON)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(total * config.warmup_proportion), total)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    fingerprint = {"train_batch_size": batch_size, "seed": config.seed, "total_steps": total,
+                   "num_examples": num_examples}
+    start = load_latest_checkpoint(config.output_dir, fingerprint, model, optimizer, scheduler, accelerator)
+
+    model.train()
+    main = accelerator.is_main_process
+    Path(config.output_dir).mkdir(parents=True, exist_ok=True)
+    bar = tqdm(total=total, initial=start, desc="training", unit="step", file=sys.stderr,
+               disable=not accelerator.is_local_main_process, dynamic_ncols=True)
+    window_loss = torch.zeros((), device=accelerator.device)
+    window_steps, last_loss = 0, None
+    began = time.perf_counter()
+    try:
+        for step in range(start, total):
+            indices = batch_indices(step, num_examples, batch_size, config.seed)
+            for a in range(accumulation):
+                first = (a * processes + accelerator.process_index) * micro
+                batch = to_device(collate_fn([train_dataset[i] for i in indices[first:first + micro]]), accelerator.device)
+                sync = nullcontext() if a == accumulation - 1 else accelerator.no_sync(model)
+                with sync:
+                    loss = model(**batch)["loss"] / accumulation
+                    accelerator.backward(loss)
+                window_loss += loss.detach().float()
+            if config.max_grad_norm > 0:
+                accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            window_steps += 1
+            bar.update(1)
+            done = step + 1
+            if done % config.logging_steps == 0 or done == total:
+                last_loss = float(accelerator.reduce(window_loss, "mean")) / window_steps
+                record = {"step": done, "loss": round(last_loss, 6), "learning_rate": scheduler.get_last_lr()[0]}
+                bar.set_postfix(loss=f"{last_loss:.4f}")
+                if main:
+                    tqdm.write(f"step {done}/{total}: loss {last_loss:.4f}, learning rate {record['learning_rate']:.3g}",
+                               file=sys.stderr)
+                    with open(Path(config.output_dir) / LOG_FILE, "a", encoding="utf-8") as log:
+                        log.write(json.dumps(record) + "\n")
+                window_loss.zero_()
+                window_steps = 0
+            if done % config.save_checkpoints_steps == 0 or done == total:
+                save_checkpoint(config.output_dir, done, fingerprint, model, optimizer, scheduler, accelerator,
+                                config.keep_checkpoints)
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - began
+    ran = total - start
+    return TrainResult(global_step=total, total_steps=total, resumed_from=start, last_loss=last_loss,
+                       examples_per_second=ran * batch_size / seconds if ran and seconds > 0 else 0.0,
+                       seconds=seconds)
+
+
+def to_device(batch: dict[str, torch.Tensor], device: Any) -> dict[str, torch.Tensor]:
+    """Move every tensor of a collated batch to `device`."""
+    return {key: value.to(device) for key, value in batch.items()}
+
+
+def predict(model: torch.nn.Module, dataset: Sequence[dict[str, torch.Tensor]],
+            collate_fn: Callable[[list[dict[str, torch.Tensor]]], dict[str, torch.Tensor]],
+            batch_size: int, accelerator: Any) -> list[dict[str, np.ndarray]]:
+    """The model's outputs (all but `loss`) for every dataset item, in dataset order, on every process.
+
+    Each process runs one contiguous share of the items; the shares are gathered and checked so that
+    nothing is duplicated or dropped. `batch_size` is the total over processes.
+    """
+    model = accelerator.unwrap_model(model).to(accelerator.device)
+    processes, rank = accelerator.num_processes, accelerator.process_index
+    bounds = [len(dataset) * i // processes for i in range(processes + 1)]
+    mine = range(bounds[rank], bounds[rank + 1])
+    per_process = max(1, batch_size // processes)
+    was_training = model.training
+    model.eval()
+    outputs: list[dict[str, np.ndarray]] = []
+    batches = range(0, len(mine), per_process)
+    with torch.inference_mode():
+        for start in tqdm(batches, desc="predicting", unit="batch", file=sys.stderr,
+                          disable=not accelerator.is_local_main_process, dynamic_ncols=True):
+            items = [dataset[i] for i in mine[start:start + per_process]]
+            with accelerator.autocast():
+                result = model(**to_device(collate_fn(items), accelerator.device))
+            arrays = {k: v.float().cpu().numpy() for k, v in result.items() if k != "loss"}
+            outputs.extend({k: v[j] for k, v in arrays.items()} for j in range(len(items)))
+    model.train(was_training)
+    if processes == 1:
+        return outputs
+    from accelerate.utils import gather_object
+
+    gathered = gather_object([(bounds[rank] + j, out) for j, out in enumerate(outputs)])
+    gathered.sort(key=lambda pair: pair[0])
+    if [index for index, _ in gathered] != list(range(len(dataset))):
+        raise RuntimeError("predictions gathered across processes do not cover the dataset exactly once")
+    return [out for _, out in gathered]
+
+
+# ---- checkpoints ---------------------------------------------------------------------------------
+
+def checkpoint_steps(output_dir: str) -> list[int]:
+    """Steps of the complete checkpoints in `output_dir/checkpoints`, oldest first."""
+    root = Path(output_dir) / CHECKPOINT_DIR
+    if not root.is_dir():
+        return []
+    steps = []
+    for path in root.iterdir():
+        if path.name.startswith("step-") and (path / "state.json").is_file():
+            try:
+                steps.append(int(path.name[len("step-"):]))
+            except ValueError:
+                continue
+    return sorted(steps)
+
+
+def checkpoint_path(output_dir: str, step: int) -> Path:
+    """The folder of the checkpoint written after optimizer step `step`."""
+    return Path(output_dir) / CHECKPOINT_DIR / f"step-{step:08d}"
+
+
+def rng_state() -> dict[str, Any]:
+    """This process's python, numpy and torch RNG states, in a form `torch.load(weights_only=True)` reads."""
+    np_state = np.random.get_state()
+    state = {
+        "python": json.dumps(random.getstate()),
+        "numpy": json.dumps([np_state[0], np_state[1].tolist(), *[float(x) for x in np_state[2:]]]),
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what `rng_state` saved."""
+    version, internal, gauss = json.loads(state["python"])
+    random.setstate((version, tuple(internal), gauss))
+    name, keys, pos, has_gauss, cached = json.loads(state["numpy"])
+    np.random.set_state((name, np.array(keys, dtype=np.uint32), int(pos), int(has_gauss), cached))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(output_dir: str, step: int, fingerprint: dict[str, Any], model: Any, optimizer: Any,
+                    scheduler: Any, accelerator: Any, keep: int) -> Path:
+    """Write a checkpoint into a temporary folder, then rename it into place; keep the newest `keep`."""
+    final = checkpoint_path(output_dir, step)
+    tmp = final.with_name(f".tmp-{final.name}")
+    if accelerator.is_main_process:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        accelerator.save(accelerator.unwrap_model(model).state_dict(), tmp / "model.pt")
+        accelerator.save(optimizer.state_dict(), tmp / "optimizer.pt")
+        accelerator.save(scheduler.state_dict(), tmp / "scheduler.pt")
+    torch.save(rng_state(), tmp / f"rng-{accelerator.process_index}.pt")
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        state = {"global_step": step, "num_processes": accelerator.num_processes, **fingerprint}
+        (tmp / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+        for old in checkpoint_steps(output_dir)[:-keep]:
+            shutil.rmtree(checkpoint_path(output_dir, old), ignore_errors=True)
+    accelerator.wait_for_everyone()
+    return final
+
+
+def load_latest_checkpoint(output_dir: str, fingerprint: dict[str, Any], model: Any, optimizer: Any,
+                           scheduler: Any, accelerator: Any) -> int:
+    """Restore the newest complete checkpoint, if any, and return its step (0 when starting fresh)."""
+    steps = checkpoint_steps(output_dir)
+    if not steps:
+        return 0
+    folder = checkpoint_path(output_dir, steps[-1])
+    state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+    for key, value in fingerprint.items():
+        if state.get(key) != value:
+            raise ExpmrcError(
+                f"{folder}: checkpoint was written with {key} = {state.get(key)}, this run has {value}; "
+                "rerun the original command or use a new --output_dir"
+            )
+    load = lambda name: torch.load(folder / name, map_location="cpu", weights_only=True)  # noqa: E731
+    accelerator.unwrap_model(model).load_state_dict(load("model.pt"))
+    optimizer.load_state_dict(load("optimizer.pt"))
+    scheduler.load_state_dict(load("scheduler.pt"))
+    rng_file = folder / f"rng-{accelerator.process_index}.pt"
+    if rng_file.is_file() and state.get("num_processes") == accelerator.num_processes:
+        set_rng_state(load(rng_file.name))
+    elif accelerator.is_main_process:
+        tqdm.write(f"{folder}: written by {state.get('num_processes')} processes, resumed on "
+                   f"{accelerator.num_processes}: random states start afresh", file=sys.stderr)
+    if accelerator.is_main_process:
+        tqdm.write(f"resuming from {folder} (step {steps[-1]})", file=sys.stderr)
+    return int(state["global_step"])
