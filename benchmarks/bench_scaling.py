@@ -20,8 +20,10 @@ random weights and synthetic full-length features (no data or download needed):
    saves, and a BERT-base-shaped encoder (hidden 768, 12 layers, about 110M parameters, a 1.3 GB
    checkpoint with the AdamW moments) is run for `--base-steps` steps saving after every step.
 
-Examples/s counts steps after `--warmup` steps, excluding the time spent saving. Every figure and
-ratio printed comes from this one run.
+Examples/s counts steps after `--warmup` steps, excluding the time spent saving. On a shared machine
+other programs take cores from the two processes more than from one, so the CPU time each process
+got per wall-clock second and the CPU time per example (which contention hardly changes) are printed
+next to the wall-clock ratio. Every figure and ratio printed comes from this one run.
 """
 
 from __future__ import annotations
@@ -127,9 +129,11 @@ def run_worker(args: argparse.Namespace) -> None:
     dataset = SpanDataset(synthetic_features(args.features, args.seq_length, seed=0), with_labels=True)
 
     step_starts: list[float] = []  # collate runs once per step (no accumulation): the step's start
+    cpu_starts: list[float] = []  # this process's CPU time then, to see how much of a core it got
 
     def timed_collate(items: list) -> dict:
         step_starts.append(time.perf_counter())
+        cpu_starts.append(time.process_time())
         return collate_span(items)
 
     saves: dict[int, float] = {}  # step -> seconds in save_checkpoint
@@ -143,10 +147,16 @@ def run_worker(args: argparse.Namespace) -> None:
 
     training.save_checkpoint = timed_save  # train() looks the function up in its module at each save
     result = training.train(model, dataset, timed_collate, config, accelerator)
-    ended = time.perf_counter()
+    ended, cpu_ended = time.perf_counter(), time.process_time()
 
-    bounds = step_starts + [ended]
+    bounds, cpu_bounds = step_starts + [ended], cpu_starts + [cpu_ended]
     net = [bounds[i + 1] - bounds[i] - saves.get(i + 1, 0.0) for i in range(len(step_starts))]
+    plain = [i for i in range(args.warmup, len(step_starts)) if i + 1 not in saves]  # steps without a save
+    cpu = [sum(cpu_bounds[i + 1] - cpu_bounds[i] for i in plain)]
+    if accelerator.num_processes > 1:
+        from accelerate.utils import gather_object
+
+        cpu = gather_object(cpu)  # every process's CPU seconds over those steps
     newest = training.checkpoint_path(args.output_dir, max(saves))
     parameters = sum(p.numel() for p in model.parameters())
     figures = {
@@ -154,6 +164,8 @@ def run_worker(args: argparse.Namespace) -> None:
         "parameters": parameters, "step_seconds": net, "save_seconds": [saves[s] for s in sorted(saves)],
         "checkpoint_bytes": sum(f.stat().st_size for f in newest.iterdir()),
         "train_examples_per_second": result.examples_per_second,
+        "plain_steps": len(plain), "plain_wall_seconds": sum(bounds[i + 1] - bounds[i] for i in plain),
+        "plain_cpu_seconds": cpu,
     }
     if args.breakdown:
         figures["breakdown"] = step_breakdown(accelerator.unwrap_model(model), dataset, args.batch)
@@ -178,7 +190,7 @@ def all_reduce_seconds(numel: int, repeats: int = 5) -> float:
 # ---- driver: launch the workers and print the figures --------------------------------------------
 
 def launch(args: argparse.Namespace, processes: int, shape: dict[str, int], steps: int, save_every: int,
-           scratch: Path, name: str, breakdown: bool = False) -> dict:
+           warmup: int, scratch: Path, name: str, breakdown: bool = False) -> dict:
     """Run one worker (under torchrun for several processes) and return rank 0's figures."""
     result = scratch / f"{name}.json"
     # One process runs as a user runs on one machine (plain python); two through torchrun.
@@ -189,6 +201,7 @@ def launch(args: argparse.Namespace, processes: int, shape: dict[str, int], step
         "--hidden", str(shape["hidden"]), "--layers", str(shape["layers"]), "--heads", str(shape["heads"]),
         "--steps", str(steps), "--save-every", str(save_every), "--batch", str(args.batch),
         "--seq-length", str(args.seq_length), "--features", str(args.features), "--threads", str(args.threads),
+        "--warmup", str(warmup),
         *(["--breakdown"] if breakdown else []),
     ]
     threads = str(args.threads)
@@ -254,9 +267,9 @@ def main() -> int:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-scaling-") as tmp:
         scratch = Path(tmp)
-        runs = {n: launch(args, n, TINY, args.steps, args.save_every, scratch, f"tiny-{n}proc", breakdown=n == 1)
+        runs = {n: launch(args, n, TINY, args.steps, args.save_every, args.warmup, scratch, f"tiny-{n}proc", breakdown=n == 1)
                 for n in (1, 2)}
-        base = None if args.no_base else launch(args, 1, BASE, args.base_steps, 1, scratch, "base-1proc")
+        base = None if args.no_base else launch(args, 1, BASE, args.base_steps, 1, 1, scratch, "base-1proc")
     load_after = os.getloadavg()
 
     print(f"\nspan model training, synthetic features: total batch {args.batch}, sequence length {args.seq_length}, "
@@ -274,6 +287,12 @@ def main() -> int:
               f"examples/s with warm-up and saves)")
     ratio = rates[2] / rates[1]
     print(f"  2 processes / 1 process: {ratio:.2f}x (scaling efficiency {100 * ratio / 2:.0f}%)")
+    cpu_ms = {n: 1000 * sum(f["plain_cpu_seconds"]) / (f["plain_steps"] * args.batch) for n, f in runs.items()}
+    shares = {n: ", ".join(f"{c / f['plain_wall_seconds']:.2f}" for c in f["plain_cpu_seconds"]) for n, f in runs.items()}
+    print(f"  CPU time per example, all processes: {cpu_ms[1]:.2f} ms with 1 process, {cpu_ms[2]:.2f} ms with 2 "
+          f"({100 * (cpu_ms[2] / cpu_ms[1] - 1):+.0f}%)")
+    print(f"  CPU seconds each process got per wall-clock second: {shares[1]} (1 process); {shares[2]} (2 processes);"
+          f" below {args.threads} means other programs were using the cores")
     parts, all_reduce = runs[1]["breakdown"], runs[2]["all_reduce_seconds"]
     whole = parts["forward_backward"] + parts["optimizer"]
     print(f"  parts of a 1-process step: forward+backward {1000 * parts['forward_backward']:.1f} ms "
@@ -289,7 +308,7 @@ def main() -> int:
     for n, figures in runs.items():
         report_checkpoints(f"BERT-Tiny shape, {n} process{'es' if n > 1 else ''}", figures, steady(figures, args.warmup))
     if base is not None:
-        report_checkpoints(f"BERT-base shape, 1 process (step time: steps 2-{args.base_steps})", base, steady(base, 1))
+        report_checkpoints("BERT-base shape, 1 process (first step left out)", base, steady(base, 1))
     return 0
 
 
