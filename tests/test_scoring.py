@@ -181,3 +181,20 @@ def test_scoring_an_unvalidated_entry_raises_clearly(write_json):
 ])
 def test_question_types(question, language, expected):
     assert question_type(question, language) == expected
+
+
+def test_missing_punkt_data_is_one_line_with_the_fix(write_json, tmp_path):
+    import os
+    env = {k: v for k, v in os.environ.items() if k != "NLTK_DATA"}
+    env["NLTK_DATA"] = str(tmp_path / "empty")
+    env["HOME"] = str(tmp_path)  # NLTK also looks in ~/nltk_data
+    probe = subprocess.run([sys.executable, "-c", "import nltk; nltk.data.find('tokenizers/punkt_tab/english/')"],
+                           capture_output=True, env=env)
+    if probe.returncode == 0:
+        pytest.skip("Punkt data is installed in a system-wide NLTK folder")
+    result = subprocess.run([sys.executable, "eval_expmrc.py", write_json("d.json", SPAN_DATA),
+                             write_json("p.json", SPAN_PRED)], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "error: NLTK's English Punkt data (tokenizers/punkt_tab/english/) is missing: run "
+        "`python -m nltk.downloader punkt_tab` or point NLTK_DATA at a folder that holds it"]
