@@ -7,6 +7,7 @@ import argparse
 import multiprocessing
 import resource
 import time
+from functools import partial
 from typing import Any, Callable
 
 import torch
@@ -34,7 +35,8 @@ def bert_config(args: argparse.Namespace) -> Any:
 class PlainLoop:
     """The textbook loop: AdamW, linear warm-up/decay, clipping, forward, backward, step."""
 
-    def __init__(self, model: torch.nn.Module, make_batch: Callable[[torch.Generator], dict[str, torch.Tensor]]) -> None:
+    def __init__(self, model: torch.nn.Module,
+                 make_batch: Callable[[torch.Generator], dict[str, torch.Tensor]]) -> None:
         from transformers import get_linear_schedule_with_warmup
 
         from expmrc.training import parameter_groups
@@ -56,6 +58,12 @@ class PlainLoop:
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         return time.perf_counter() - began
+
+
+def plain_loop(make_model: Callable[[str, Any], torch.nn.Module], random_batch: Callable[..., dict[str, torch.Tensor]],
+               kind: str, args: argparse.Namespace) -> PlainLoop:
+    """The plain loop training `make_model(kind, args)` on `random_batch(kind, args, generator)` batches."""
+    return PlainLoop(make_model(kind, args), partial(random_batch, kind, args))
 
 
 def interleaved_seconds(ours: PlainLoop, plain: PlainLoop, steps: int) -> tuple[list[float], list[float]]:

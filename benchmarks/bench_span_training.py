@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
-from _common import PlainLoop, add_shape_arguments, bert_config, interleaved_seconds, peak_memory_mib  # noqa: E402
+from _common import add_shape_arguments, bert_config, interleaved_seconds, peak_memory_mib, plain_loop  # noqa: E402
 
 
 def make_model(kind: str, args):
@@ -55,16 +55,6 @@ def random_batch(kind: str, args, generator):
         positions["evidence_start_positions"] = torch.randint(0, args.seq, (args.batch,), generator=generator)
         positions["evidence_end_positions"] = torch.randint(0, args.seq, (args.batch,), generator=generator)
     return {**batch, **positions}
-
-
-def plain_loop(kind: str, args) -> PlainLoop:
-    """The plain loop training `kind` on random batches of the flags' shape."""
-    return PlainLoop(make_model(kind, args), partial(random_batch, kind, args))
-
-
-def compare_models(args) -> tuple[list[float], list[float]]:
-    """Per-step seconds of ours and plain, steps interleaved (ABBA) so load on a shared machine hits both."""
-    return interleaved_seconds(plain_loop("span", args), plain_loop("plain", args), args.steps)
 
 
 def our_loop_rate(args):
@@ -140,7 +130,8 @@ def main() -> None:
 
     print(f"settings: hidden {args.hidden}, layers {args.layers}, length {args.seq}, batch {args.batch}, "
           f"{args.steps} interleaved steps per model, {args.threads} threads, torch {torch.__version__}, CPU")
-    ours, plain = compare_models(args)
+    ours, plain = interleaved_seconds(plain_loop(make_model, random_batch, "span", args),
+                                      plain_loop(make_model, random_batch, "plain", args), args.steps)
     ours_rate, plain_rate = args.batch / statistics.median(ours), args.batch / statistics.median(plain)
     pair_ratios = [p / o for o, p in zip(ours, plain)]  # speed ratio of each adjacent pair of steps
     print(f"model  SpanModel (answer + evidence heads): {ours_rate:8.2f} examples/s (median step {statistics.median(ours):.3f} s)")
@@ -156,7 +147,8 @@ def main() -> None:
     for what, questions, windows, rate in feature_rates():
         print(f"features {what}: {questions} questions -> {windows} windows, {rate:,.0f} questions/s")
     for kind, name in (("span", "SpanModel"), ("plain", "BertForQuestionAnswering")):
-        print(f"memory {name}: peak RSS {peak_memory_mib(partial(plain_loop, kind, args), args.threads):,.1f} MiB (a process training it alone, 3 steps)")
+        mib = peak_memory_mib(partial(plain_loop, make_model, random_batch, kind, args), args.threads)
+        print(f"memory {name}: peak RSS {mib:,.1f} MiB (a process training it alone, 3 steps)")
 
 
 if __name__ == "__main__":
