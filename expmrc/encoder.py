@@ -190,19 +190,23 @@ def _folder_lower_case(folder: Path) -> bool:
 
 
 def read_vocab(path: str) -> dict[str, int]:
-    """A BERT vocab.txt as token -> id (line number); duplicate lines keep their first id."""
+    """A BERT vocab.txt as token -> id, as the original `load_vocab` reads it; every vocab.txt is read here.
+
+    The id is the line number (a line ends at a newline character only), the token the line stripped of
+    surrounding whitespace; a token listed twice keeps the id of its last line, as later lines overwrite.
+    """
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ExpmrcError(f"{path}: cannot read the vocabulary ({exc})") from None
-    vocab: dict[str, int] = {}
-    for index, line in enumerate(lines):
-        token = line.rstrip("\r\n").strip()
-        if token and token not in vocab:
-            vocab[token] = index
-    if not vocab:
-        raise ExpmrcError(f"{path}: vocabulary is empty")
-    return vocab
+        with open(path, encoding="utf-8", newline="\n") as handle:
+            tokens = [line.strip() for line in handle]
+    except FileNotFoundError:
+        raise ExpmrcError(f"{path}: vocabulary file not found") from None
+    except OSError as exc:
+        raise ExpmrcError(f"{path}: cannot read the vocabulary ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise ExpmrcError(f"{path}: vocabulary file is not UTF-8 text") from None
+    if not tokens:
+        raise ExpmrcError(f"{path}: vocabulary file is empty")
+    return {token: index for index, token in enumerate(tokens)}
 
 
 def read_weights(source: ModelSource, config: Any) -> tuple[dict[str, Any], str]:

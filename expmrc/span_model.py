@@ -16,6 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from expmrc.heads import init_heads, load_head_weights
 from expmrc.span_features import IGNORE
 
 PAD_LOGIT = -10000.0  # finite, so fp16 stays clear of inf - inf
@@ -32,20 +33,11 @@ class SpanModel(nn.Module):
         hidden = encoder.config.hidden_size
         self.answer_head = nn.Linear(hidden, 2)
         self.evidence_head = nn.Linear(hidden, 2)
-        for head in (self.answer_head, self.evidence_head):
-            nn.init.normal_(head.weight, std=encoder.config.initializer_range)
-            nn.init.zeros_(head.bias)
+        init_heads((self.answer_head, self.evidence_head), std=encoder.config.initializer_range)
 
     def load_heads(self, state: dict[str, Any]) -> bool:
         """Take trained head weights from a fine-tuned folder's extra entries; False if it has none."""
-        heads = {k: v for k, v in state.items() if k.startswith(HEAD_PREFIXES)}
-        if not heads:
-            return False
-        missing = {k for k in self.state_dict() if k.startswith(HEAD_PREFIXES)} - set(heads)
-        if missing:
-            raise ValueError(f"checkpoint has only some head weights, lacking {sorted(missing)}")
-        self.load_state_dict(heads, strict=False)
-        return True
+        return load_head_weights(self, state, HEAD_PREFIXES)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor,
                 start_positions: torch.Tensor | None = None, end_positions: torch.Tensor | None = None,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from expmrc.encoder import read_vocab
 from expmrc.errors import ExpmrcError
 from expmrc.tf_bundle import TFCheckpoint, resolve_prefix
 
@@ -152,20 +153,6 @@ def read_bert_config(path: str):
     if absent:
         raise ExpmrcError(f"{path}: BERT config lacks integer field(s) {', '.join(absent)}")
     return BertConfig(**raw)
-
-
-def read_vocab(path: str) -> dict[str, int]:
-    """WordPiece vocabulary: one token per line, id = line number (as the original tokenizer reads it)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            tokens = [line.strip() for line in f]
-    except FileNotFoundError:
-        raise ExpmrcError(f"{path}: vocabulary file not found") from None
-    except UnicodeDecodeError:
-        raise ExpmrcError(f"{path}: vocabulary file is not UTF-8 text") from None
-    if not tokens:
-        raise ExpmrcError(f"{path}: vocabulary file is empty")
-    return {token: index for index, token in enumerate(tokens)}
 
 
 def bert_tokenizer_from_vocab(vocab_file: str, do_lower_case: bool, model_max_length: int = 512):

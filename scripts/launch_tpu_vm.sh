@@ -6,7 +6,8 @@
 #   PLM_PATH=models/chinese_macbert_base DATA_PATH=data/cmrc2018 MODEL_PATH=gs-mounted/runs/cmrc \
 #     MIXED_PRECISION=bf16 bash scripts/launch_tpu_vm.sh scripts/run_cmrc2018.sh
 #
-# TPU_NUM_PROCESSES  processes to spawn (default: accelerate's, one per TPU core of this host)
+# accelerate imports the training script and calls its main() in one process per TPU chip of this host
+# (torch_xla's PJRT runtime decides; accelerate's TPU launcher passes no process count, so there is none to set).
 # TRAIN_BATCH_SIZE stays the total over all TPU cores (32 by default), as with --use_tpu=True in the
 # original scripts (--tpu_name and --tpu_zone are accepted and not needed on the VM itself).
 # On a pod slice, run the same command on every worker, e.g.
@@ -21,5 +22,7 @@ shift
 export PJRT_DEVICE="${PJRT_DEVICE:-TPU}" USE_TPU=True
 launch="$PYTHON -m accelerate.commands.launch --tpu --main_training_function main"
 launch+=" --mixed_precision ${MIXED_PRECISION:-no}"
-if [ -n "${TPU_NUM_PROCESSES:-}" ]; then launch+=" --num_processes $TPU_NUM_PROCESSES"; fi
+if [ -n "${TPU_NUM_PROCESSES:-}" ]; then
+  echo "note: TPU_NUM_PROCESSES is not used: the TPU launcher runs one process per TPU chip" >&2
+fi
 LAUNCH="$launch" exec bash "$script" "$@"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 def _punkt_available() -> bool:
     try:
@@ -29,6 +31,18 @@ def dev_set(subset: str) -> str:
     if not root or not path.is_file():
         pytest.skip("official dev sets not available (set EXPMRC_DATA)")
     return str(path)
+
+
+def environment() -> dict[str, str]:
+    """The environment the baseline scripts run in under test: one thread, this checkout's expmrc, one process."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    env.pop("WORLD_SIZE", None)
+    return env
+
+
+def predictions(run_dir) -> dict:
+    """A run directory's dev_predictions.json."""
+    return json.loads((Path(run_dir) / "dev_predictions.json").read_text(encoding="utf-8"))
 
 
 SPAN_DATA = {

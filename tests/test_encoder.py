@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from expmrc.encoder import load_encoder, save_model_folder
+from expmrc.encoder import load_encoder, load_tokenizer, read_vocab, resolve_model_source, save_model_folder
 from expmrc.errors import ExpmrcError
 from tiny_bert import make_tiny_bert_folder
 
@@ -113,3 +113,18 @@ def test_minilm_package_loads():
     encoder = load_encoder(model_name_or_path=str(folder), add_pooling_layer=False)
     assert encoder.report.missing == [] and encoder.config.hidden_size == 384
     assert encoder.tokenizer.convert_ids_to_tokens(encoder.tokenizer("Hello")["input_ids"]) == ["[CLS]", "hello", "[SEP]"]
+
+
+def test_a_token_listed_twice_keeps_its_last_line_id_wherever_a_vocabulary_is_read(tiny, tmp_path):
+    from expmrc.tf_checkpoint import bert_tokenizer_from_vocab
+
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "paris", "", "river", " paris\r", "a\u2028b", "city"]
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_bytes("".join(t + "\n" for t in tokens).encode("utf-8"))
+    expected = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4, "paris": 8, "": 6, "river": 7,
+                "a\u2028b": 9, "city": 10}  # ids are line numbers, the repeated "paris" takes its last line's
+    assert read_vocab(str(vocab_file)) == expected
+    source = resolve_model_source(bert_config_file=str(tiny / "config.json"), vocab_file=str(vocab_file))
+    for tokenizer in (load_tokenizer(source, do_lower_case=True), bert_tokenizer_from_vocab(str(vocab_file), True)):
+        assert tokenizer("paris river city")["input_ids"] == [2, 8, 7, 10, 3]
+

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import dev_set, needs_punkt
+from conftest import dev_set, environment, needs_punkt, predictions
 from expmrc.choice_run import run_choice
 from expmrc.cli import run_guarded
 from expmrc.data import LABELS, load_dataset
@@ -51,16 +50,6 @@ def flags(inputs, output_dir, *extra):
             f"--train_file={inputs['train']}", "--do_predict", "True", "--predict_file", str(inputs["dev"]),
             "--output_dir", str(output_dir), "--max_seq_length=128", "--max_qa_length=32", "--doc_stride=64",
             "--train_batch_size=8", f"--max_steps={STEPS}", "--learning_rate=1e-3", "--logging_steps=4", "--loss_lambda=0.5", "--rand_seed=7", *extra]
-
-
-def environment():
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    env.pop("WORLD_SIZE", None)
-    return env
-
-
-def predictions(run_dir):
-    return json.loads((Path(run_dir) / "dev_predictions.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")

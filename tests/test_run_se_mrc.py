@@ -8,7 +8,6 @@ processes joined by gloo.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_punkt
+from conftest import environment, needs_punkt, predictions
 from expmrc.cli import run_guarded
 from expmrc.span_run import run_span
 from span_data import make_span_file
@@ -59,21 +58,11 @@ def flags(inputs, output_dir, *extra):
             "--loss_lambda=1.0", "--rand_seed=7", "--logging_steps=40", *extra]
 
 
-def environment():
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    env.pop("WORLD_SIZE", None)
-    return env
-
-
 def run_script(argv, launcher=(), timeout=300):
     result = subprocess.run([sys.executable, *launcher, str(SCRIPT), *argv], cwd=ROOT, env=environment(),
                             capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
-
-
-def predictions(run_dir):
-    return json.loads((Path(run_dir) / "dev_predictions.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")

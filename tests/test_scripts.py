@@ -3,6 +3,7 @@ driven through a stand-in trainer (LAUNCH) that writes run directories, ending i
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shlex
@@ -130,6 +131,51 @@ def test_launchers_wrap_the_command_and_keep_the_total_batch_size():
     assert "--tpu" in command[:8] and flags_of(command)["use_tpu"] == "True"
     bad = run_script("launch_multi_gpu.sh", "scripts/run_c3.sh", NUM_GPUS="2", LAUNCHER="mpirun", DRY_RUN="1", **env)
     assert bad.returncode == 2 and "LAUNCHER must be accelerate or torchrun" in bad.stderr
+
+
+@pytest.mark.parametrize("script", ["run_se_mrc.py", "run_mc_mrc.py"])
+def test_training_scripts_have_the_main_the_tpu_launcher_calls(script, tmp_path, monkeypatch, capsys):
+    """`accelerate launch --tpu --main_training_function main` imports the script as a module from its folder,
+    sets sys.argv to the script's flags and calls main() with no arguments; a failure must exit non-zero."""
+    monkeypatch.syspath_prepend(str(ROOT / "baseline"))
+    module = importlib.import_module(Path(script).stem)
+    monkeypatch.setattr(sys, "argv", [module.__file__, "--do_train=False", "--do_predict=False", f"--output_dir={tmp_path}"])
+    with pytest.raises(SystemExit) as stopped:
+        module.main()
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == "error: nothing to do: pass --do_train True and/or --do_predict True\n"
+
+
+XMP_STAND_IN = '''
+def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn"):
+    return fn(0, *args)  # torch_xla would start one process per TPU chip; here replica 0 runs in this one
+'''
+
+
+def test_tpu_launcher_command_runs_a_baseline_through_accelerate(tmp_path):
+    """The command launch_tpu_vm.sh builds, run for real through accelerate's TPU launcher, with torch_xla's
+    spawn replaced by a stand-in that runs the replica in-process (no TPU here): the run finishes."""
+    from span_data import make_span_file
+    from tiny_bert import make_tiny_bert_folder
+
+    (tmp_path / "xla" / "torch_xla" / "distributed").mkdir(parents=True)
+    (tmp_path / "xla" / "torch_xla" / "__init__.py").write_text("")
+    (tmp_path / "xla" / "torch_xla" / "distributed" / "__init__.py").write_text("")
+    (tmp_path / "xla" / "torch_xla" / "distributed" / "xla_multiprocessing.py").write_text(XMP_STAND_IN)
+    data = tmp_path / "data"
+    data.mkdir()
+    make_span_file(data / "train-pseudo-squad.json", 8, seed=1)
+    make_span_file(data / "expmrc-squad-dev.json", 5, seed=2)
+    out = tmp_path / "run"
+    result = run_script("launch_tpu_vm.sh", "scripts/run_squad.sh", PYTHONPATH=str(tmp_path / "xla"),
+                        USE_TORCH_XLA="0",  # transformers must not take the stand-in for the real torch_xla
+                        OMP_NUM_THREADS="1", PLM_PATH=str(make_tiny_bert_folder(tmp_path / "bert")),
+                        DATA_PATH=str(data), MODEL_PATH=str(out),
+                        EXTRA_ARGS="--use_tpu False --max_steps 2 --max_seq_length 64 --doc_stride 16 "
+                                   "--max_query_length 16 --train_batch_size 4")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((out / "run_info.json").read_text(encoding="utf-8"))["status"] == "finished"
+    assert len(json.loads((out / "dev_predictions.json").read_text(encoding="utf-8"))) == 5
 
 
 STAND_IN_TRAINER = '''

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch.nn import functional as F
 
+from expmrc.errors import ExpmrcError
 from expmrc.span_features import IGNORE
 from expmrc.span_model import SpanModel
 from tiny_bert import tiny_config
@@ -72,3 +74,9 @@ def test_heads_reload_from_a_state_dict():
     assert fresh.load_heads({k: v for k, v in trained.state_dict().items() if not k.startswith("bert.")})
     assert torch.equal(fresh.answer_head.weight, trained.answer_head.weight)
     assert not fresh.load_heads({})
+
+
+def test_a_folder_with_only_some_head_weights_is_refused_in_one_line():
+    partial = {k: v for k, v in model().state_dict().items() if k.startswith("answer_head.")}
+    with pytest.raises(ExpmrcError, match=r"only some head weights, lacking \['evidence_head.bias', 'evidence_head.weight'\]"):
+        model().load_heads(partial)
