@@ -207,9 +207,9 @@ def convert_tf_checkpoint(tf_dir: str, output_dir: str, do_lower_case: bool = Tr
         raise ExpmrcError(f"{output_dir}: already exists and is not empty (pass --overwrite to replace it)")
     config = read_bert_config(files.bert_config_file)
     tokenizer = bert_tokenizer_from_vocab(files.vocab_file, do_lower_case, config.max_position_embeddings)
-    if len(tokenizer.get_vocab()) != config.vocab_size:
-        raise ExpmrcError(f"{files.vocab_file}: {len(tokenizer.get_vocab())} tokens but the config says "
-                          f"vocab_size {config.vocab_size}")
+    ids = max(tokenizer.get_vocab().values()) + 1  # ids are line numbers: a repeated token leaves a gap
+    if ids != config.vocab_size:
+        raise ExpmrcError(f"{files.vocab_file}: {ids} lines but the config says vocab_size {config.vocab_size}")
     state_dict, report = load_tf_bert_state_dict(files.init_checkpoint, config)
     if report.missing and not allow_missing:
         raise ExpmrcError(f"{report.checkpoint}: {len(report.missing)} weight(s) missing from the checkpoint: "
