@@ -65,11 +65,14 @@ def our_loop_rate(args):
     generator = torch.Generator().manual_seed(2)
     steps = max(3, args.steps // 4)
     count = args.batch * steps
-    context = args.seq - 10
+    context = args.seq - 10  # window tokens 9 .. seq-2 are passage
+    answer = 9 + context // 3  # labels inside the passage, whatever --seq is
+    evidence = (9 + context // 4, min(9 + context - 1, 9 + context // 4 + 25))
     features = [SpanFeature(question_index=i, input_ids=[101] + torch.randint(1000, 30000, (args.seq - 2,),
                                                                                generator=generator).tolist() + [102],
                             context_start=9, offsets=[(j, j + 1) for j in range(context)], max_context=[True] * context,
-                            start_position=20, end_position=22, evidence_start=15, evidence_end=40)
+                            start_position=answer, end_position=answer + 1, evidence_start=evidence[0],
+                            evidence_end=evidence[1])
                 for i in range(count)]
     with tempfile.TemporaryDirectory() as tmp:
         config = TrainConfig(output_dir=tmp, max_steps=steps, train_batch_size=args.batch,
