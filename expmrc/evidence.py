@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Callable
 
 from expmrc.data import LABELS, ChoiceQuestion, Question, SpanQuestion, gold_option_text
-from expmrc.metric import score_tokens as scorer_tokens
+from expmrc.metric import score_tokens
 from expmrc.sentences import Sentence, split_sentences
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Passage:
 def prepare_passage(text: str, rule: str = "simple", semicolons: bool = False) -> Passage:
     """Split (by sentence `rule`) and tokenize a passage once; questions on it reuse the result."""
     sentences = tuple(split_sentences(text, rule=rule, semicolons=semicolons))
-    tokens = tuple(scorer_tokens(s.text) for s in sentences)
+    tokens = tuple(score_tokens(s.text) for s in sentences)
     return Passage(text, sentences, tokens, tuple(Counter(t) for t in tokens))
 
 
@@ -176,12 +176,12 @@ def locate(passage: Passage, text: str, start: int | None) -> int | None:
 
 def most_similar(passage: Passage, query: Query) -> Evidence | None:
     """The sentence with the highest token F1 to the answer text (the chosen option's for choice)."""
-    return best_run(passage, scorer_tokens(query.answer_text))
+    return best_run(passage, score_tokens(query.answer_text))
 
 
 def most_similar_question(passage: Passage, query: Query) -> Evidence | None:
     """The sentence with the highest token F1 to question + answer text."""
-    return best_run(passage, scorer_tokens(query.question) + scorer_tokens(query.answer_text))
+    return best_run(passage, score_tokens(query.question) + score_tokens(query.answer_text))
 
 
 def answer_sentence(passage: Passage, query: Query) -> Evidence | None:
@@ -196,7 +196,7 @@ def gold_answer_sentence(passage: Passage, query: Query) -> Evidence | None:
     if query.answer_index is not None:
         if not query.gold_answers:
             return None
-        return best_run(passage, scorer_tokens(query.question) + scorer_tokens(query.gold_answers[0]))
+        return best_run(passage, score_tokens(query.question) + score_tokens(query.gold_answers[0]))
     for text in query.gold_answers:
         at = locate(passage, text, None)
         if at is not None:
@@ -209,7 +209,7 @@ def gold_evidence_sentence(passage: Passage, query: Query, max_sentences: int = 
     evidence's tokens; ties go to the fewest tokens, then the earliest (README: Table 4)."""
     if not passage.sentences or not query.gold_evidences:
         return None
-    references = [Counter(scorer_tokens(e)) for e in query.gold_evidences]
+    references = [Counter(score_tokens(e)) for e in query.gold_evidences]
     sizes = [sum(r.values()) for r in references]
     best, where = None, (0, 0)
     for first in range(len(passage.sentences)):

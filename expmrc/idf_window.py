@@ -36,8 +36,9 @@ from typing import Iterable
 
 from nltk.stem import PorterStemmer
 
+from expmrc.evidence import Evidence, Passage, Query, locate, make_evidence, prepare_passage
+from expmrc.metric import score_tokens
 from expmrc.sentence_encoder import SentenceEncoder
-from expmrc.evidence import Evidence, Passage, Query, locate, make_evidence, prepare_passage, scorer_tokens
 from expmrc.sentences import clause_cuts
 
 RULE = "refined"
@@ -84,7 +85,7 @@ def _stem(token: str) -> str:
 
 def terms(text: str, stem: bool) -> tuple[str, ...]:
     """The terms of `text`: the scorer's tokens, Porter-stemmed when `stem`."""
-    tokens = scorer_tokens(text)
+    tokens = score_tokens(text)
     return tuple(_stem(t) for t in tokens) if stem else tokens
 
 

@@ -23,7 +23,8 @@ from typing import Any
 from tqdm import tqdm
 
 from expmrc.data import Dataset, SpanQuestion, gold_option_text
-from expmrc.evidence import best_run, prepare_passage, scorer_tokens
+from expmrc.evidence import best_run, prepare_passage
+from expmrc.metric import score_tokens
 
 
 @dataclass
@@ -63,7 +64,7 @@ def pseudo_evidence(question, max_sentences: int = 3, margin: float = 0.0,
     passage = prepare_passage(passage_text, rule)
     if not passage.sentences:
         return None, 0, "empty passage"
-    evidence = best_run(passage, scorer_tokens(question.question) + scorer_tokens(answer), max_sentences, margin)
+    evidence = best_run(passage, score_tokens(question.question) + score_tokens(answer), max_sentences, margin)
     if evidence.score == 0:
         return None, 0, "shares no token with any sentence"
     return evidence.text, evidence.last - evidence.first + 1, ""

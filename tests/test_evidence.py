@@ -10,7 +10,7 @@ from expmrc import cli
 from expmrc.data import load_dataset
 from expmrc.errors import ExpmrcError
 from expmrc.evidence import (Query, best_run, f1_counts, gold_answer_sentence, gold_evidence_sentence, make_query,
-                             most_similar, most_similar_question, answer_sentence, prepare_passage, scorer_tokens)
+                             most_similar, most_similar_question, answer_sentence, prepare_passage)
 from expmrc.extract import build_method, extract, read_answers, split_halves
 from expmrc.metric import score_tokens, token_f1
 
@@ -83,8 +83,8 @@ def test_choice_methods_use_the_option_text(choice_set):
 
 def test_best_run_ties_go_earliest_and_runs_need_the_margin():
     passage = prepare_passage("Cats sleep. Cats sleep. Dogs bark loudly.")
-    assert best_run(passage, scorer_tokens("cats sleep")).first == 0
-    key = scorer_tokens("cats sleep dogs bark loudly")
+    assert best_run(passage, score_tokens("cats sleep")).first == 0
+    key = score_tokens("cats sleep dogs bark loudly")
     run = best_run(passage, key, max_sentences=3)
     assert (run.first, run.last, run.text) == (1, 2, "Cats sleep. Dogs bark loudly.")
     single = best_run(passage, key, max_sentences=3, margin=0.5)
