@@ -13,8 +13,8 @@ import json
 import sys
 
 from expmrc.cli import run_guarded
-from expmrc.data import SUBSETS, load_dataset
-from expmrc.scoring import score_files, warn_about
+from expmrc.data.datasets import SUBSETS, load_dataset
+from expmrc.scoring.scorer import score_files, warn_about
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,11 +1,11 @@
-"""Multiple-choice baseline (RACE+, C3) with the original release's flags; see expmrc/choice_run.py."""
+"""Multiple-choice baseline (RACE+, C3) with the original release's flags; see expmrc/training/choice_task.py."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's expmrc, even if another is installed
 
-from expmrc.choice_run import run_choice  # noqa: E402
+from expmrc.training.choice_task import run_choice  # noqa: E402
 from expmrc.cli import run_guarded  # noqa: E402
 
 

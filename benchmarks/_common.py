@@ -39,7 +39,7 @@ class PlainLoop:
                  make_batch: Callable[[torch.Generator], dict[str, torch.Tensor]]) -> None:
         from transformers import get_linear_schedule_with_warmup
 
-        from expmrc.training import parameter_groups
+        from expmrc.training.loop import parameter_groups
 
         self.model = model.train()
         self.make_batch = make_batch

@@ -37,7 +37,7 @@ def make_model(kind: str, args):
     """`ours` (ChoiceModel) or `plain` (BertForMultipleChoice), same encoder, seeded alike."""
     from transformers import BertForMultipleChoice, BertModel
 
-    from expmrc.choice_model import ChoiceModel
+    from expmrc.models.choice import ChoiceModel
 
     torch.manual_seed(0)
     if kind == "ours":
@@ -62,9 +62,9 @@ def feature_rates() -> list[tuple[str, int, int, float]]:
     """(what, questions, windows, questions/s) for feature building on the choice dev sets."""
     import importlib.resources
 
-    from expmrc.choice_features import build_choice_features
-    from expmrc.data import load_dataset
-    from expmrc.encoder import load_tokenizer, resolve_model_source
+    from expmrc.features.choice import build_choice_features
+    from expmrc.data.datasets import load_dataset
+    from expmrc.models.backbones import load_tokenizer, resolve_model_source
 
     root = os.environ.get("EXPMRC_DATA")
     try:

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import numpy as np  # noqa: E402
 
-from expmrc.tf_bundle import _TABLE_LIST, crc32c  # noqa: E402
+from expmrc.models.tf_bundle import _TABLE_LIST, crc32c  # noqa: E402
 
 
 def byte_loop(data: bytes) -> int:

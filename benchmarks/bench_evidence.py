@@ -5,7 +5,7 @@
 Needs $EXPMRC_DATA (dev sets), $EXPMRC_TRAIN_DATA (cmrc2018-train.json) and NLTK's Punkt data.
 Every timing starts from cold caches (sentences, tokens, stems) and is the best of --repeat runs.
 The reference for pseudo labelling, measured in the same run, is the obvious implementation: every
-candidate run's text scored with `expmrc.metric.f1` against question + answer.
+candidate run's text scored with `expmrc.metrics.leaderboard.f1` against question + answer.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from expmrc import evidence, idf_window, sentences  # noqa: E402
-from expmrc.data import SUBSETS, load_dataset  # noqa: E402
-from expmrc.extract import BEST, METHODS, Method, build_method, extract  # noqa: E402
-from expmrc import metric  # noqa: E402
-from expmrc.metric import f1, tokenize  # noqa: E402
-from expmrc.pseudo import pseudo_label  # noqa: E402
+from expmrc.evidence import baselines as evidence, idf_window  # noqa: E402
+from expmrc.text import sentences  # noqa: E402
+from expmrc.data.datasets import SUBSETS, load_dataset  # noqa: E402
+from expmrc.evidence.extract import BEST, METHODS, Method, build_method, extract  # noqa: E402
+from expmrc.metrics import leaderboard as metric  # noqa: E402
+from expmrc.metrics.leaderboard import f1, tokenize  # noqa: E402
+from expmrc.evidence.pseudo import pseudo_label  # noqa: E402
 
 
 def cold() -> None:

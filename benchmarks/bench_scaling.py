@@ -4,7 +4,7 @@
     python benchmarks/bench_scaling.py --no-base       # skip the BERT-base checkpoint part (about 1 minute)
     python benchmarks/bench_scaling.py --steps 100 --threads 2
 
-Runs `expmrc.training.train` on the span model (`SpanModel`: BERT + answer and evidence heads) with
+Runs `expmrc.training.loop.train` on the span model (`SpanModel`: BERT + answer and evidence heads) with
 random weights and synthetic full-length features (no data or download needed):
 1. scaling: a BERT-Tiny-shaped encoder (vocabulary 30522, hidden 128, 2 layers, 2 heads) at sequence
    length 128 and a total batch of 16, in one process (plain `python`, as on one machine) and in two
@@ -54,7 +54,7 @@ def synthetic_features(count: int, seq_length: int, seed: int) -> list:
     """Full-length `[CLS] question [SEP] passage [SEP]` windows with random tokens and in-window labels."""
     import numpy as np
 
-    from expmrc.span_features import SpanFeature
+    from expmrc.features.span import SpanFeature
 
     rng = np.random.default_rng(seed)
     context_start = QUESTION_TOKENS + 2
@@ -80,8 +80,8 @@ def step_breakdown(model: Any, dataset: Any, batch: int, repeats: int = 3) -> di
     """
     import torch
 
-    from expmrc import training
-    from expmrc.span_features import collate_span
+    from expmrc.training import loop as training
+    from expmrc.features.span import collate_span
 
     def forward_backward(size: int) -> float:
         inputs = collate_span([dataset[i] for i in range(size)])
@@ -111,9 +111,9 @@ def run_worker(args: argparse.Namespace) -> None:
     torch.set_num_interop_threads(1)
     from transformers import BertConfig, BertModel
 
-    from expmrc import training
-    from expmrc.span_features import SpanDataset, collate_span
-    from expmrc.span_model import SpanModel
+    from expmrc.training import loop as training
+    from expmrc.features.span import SpanDataset, collate_span
+    from expmrc.models.span import SpanModel
 
     config = training.TrainConfig(output_dir=args.output_dir, max_steps=args.steps, train_batch_size=args.batch,
                                   save_checkpoints_steps=args.save_every, logging_steps=args.steps, seed=1)

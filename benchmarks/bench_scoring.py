@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from expmrc.data import SUBSETS, SpanQuestion, load_dataset  # noqa: E402
+from expmrc.data.datasets import SUBSETS, SpanQuestion, load_dataset  # noqa: E402
 
 
 def make_submissions(folder: Path) -> list[tuple[str, str]]:

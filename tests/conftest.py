@@ -1,77 +1,10 @@
-"""Shared fixtures: tiny datasets written to temp dirs, and skips for data that may be absent."""
+"""Shared pytest fixtures."""
 
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _punkt_available() -> bool:
-    try:
-        import nltk
-
-        nltk.data.find("tokenizers/punkt_tab/english/")
-        return True
-    except LookupError:
-        return False
-
-
-needs_punkt = pytest.mark.skipif(not _punkt_available(), reason="NLTK Punkt data not found (set NLTK_DATA)")
-
-
-def dev_set(subset: str) -> str:
-    """Path of an official dev set under $EXPMRC_DATA, or skip the test."""
-    root = os.environ.get("EXPMRC_DATA")
-    path = Path(root or "") / subset / f"expmrc-{subset}-dev.json"
-    if not root or not path.is_file():
-        pytest.skip("official dev sets not available (set EXPMRC_DATA)")
-    return str(path)
-
-
-def environment() -> dict[str, str]:
-    """The environment the baseline scripts run in under test: one thread, this checkout's expmrc, one process."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    env.pop("WORLD_SIZE", None)
-    return env
-
-
-def predictions(run_dir) -> dict:
-    """A run directory's dev_predictions.json."""
-    return json.loads((Path(run_dir) / "dev_predictions.json").read_text(encoding="utf-8"))
-
-
-SPAN_DATA = {
-    "version": "expmrc-squad-dev",
-    "data": [{"title": "T", "paragraphs": [{
-        "context": "Melbourne is the sporting capital of Australia. It hosts the Open. Sydney is larger.",
-        "qas": [
-            {"id": "q1", "question": "What city is the sporting capital?",
-             "answers": [{"text": "Melbourne", "answer_start": 0}, {"text": "Melbourne city", "answer_start": 0}],
-             "evidences": ["Melbourne is the sporting capital of Australia."]},
-            {"id": "q2", "question": "Which city is larger?",
-             "answers": [{"text": "Sydney", "answer_start": 67}],
-             "evidences": ["Sydney is larger.", "Sydney is larger"]},
-            {"id": "q3", "question": "How many opens?",
-             "answers": [{"text": "the Open", "answer_start": 57}],
-             "evidences": ["It hosts the Open."]},
-        ]}]}],
-}
-
-CHOICE_DATA = {
-    "version": "expmrc-c3-dev",
-    "data": [
-        {"id": "m1", "article": "小明去北京。他喜欢长城。", "questions": ["小明去哪里？", "他喜欢什么？"],
-         "options": [["北京", "上海"], ["长城", "故宫", "天坛"]], "answers": ["A", "A"],
-         "evidences": [["小明去北京。"], ["他喜欢长城。", "喜欢长城"]]},
-        {"id": "m2", "article": "天很蓝。", "questions": ["天什么颜色？"],
-         "options": [["红", "蓝", "绿", "黄"]], "answers": ["B"], "evidences": [["天很蓝。"]]},
-    ],
-}
 
 
 @pytest.fixture

@@ -1,0 +1,57 @@
+"""`expmrc collect`: score many training runs into a Table-3-style table and a λ figure."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+DESCRIPTION = """\
+Score every run directory's dev_predictions.json on its dev set (run_info.json's predict_file, or
+--data) and group the runs by subset, model and lambda over seeds. Writes into --output-dir:
+  table3.md   maximum over seeds (the paper's Table 3), mean ± std (its lambda figure), every setting,
+              and the runs left out (unfinished, failed or unscorable) with the reason
+  table3.csv  one row per setting: mean, sample std and max of answer, evidence and overall
+  runs.csv    one row per run directory, scored or not
+  lambda.png  answer, evidence and overall against lambda (mean over seeds, std bars), a panel per subset
+A folder without run_info.json is searched for run directories below it.
+
+example:
+  expmrc collect runs/sweep --output-dir results/sweep
+  expmrc collect runs/squad-* runs/race-* --data data/squad/expmrc-squad-dev.json \\
+      --data data/race/expmrc-race-dev.json --format md,csv
+"""
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    from expmrc.reports.collect import FORMATS
+
+    chosen = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [f for f in chosen if f not in FORMATS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"formats are a comma list of {', '.join(FORMATS)}; got {text!r}")
+    return chosen
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories, or folders holding them")
+    parser.add_argument("--output-dir", default=".", help="where to write the tables and figure (default: .)")
+    parser.add_argument("--data", action="append", metavar="DEV_SET",
+                        help="score on this dataset instead of each run's predict_file (a path or a subset "
+                             "name); repeat once per subset: each run takes the one sharing its question ids")
+    parser.add_argument("--format", type=_formats, default=("md", "csv", "png"), metavar="md,csv,png",
+                        help="which outputs to write (default: all three)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar, no table on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    from expmrc.reports.collect import collect
+
+    result = collect(args.run_dirs, args.output_dir, data=args.data, formats=args.format, progress=not args.quiet)
+    if not args.quiet:
+        sys.stdout.write(result.markdown)
+    left_out = [r for r in result.runs if r.status != "finished"]
+    for r in left_out:
+        print(f"left out {r.run_dir} ({r.status}): {r.note}", file=sys.stderr)
+    for path in result.written:
+        print(f"wrote {path}", file=sys.stderr)
+    return 0

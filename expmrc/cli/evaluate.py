@@ -1,0 +1,85 @@
+"""`expmrc evaluate`: the leaderboard's numbers for several submissions in one process, with details."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+DESCRIPTION = """\
+Score one or more submissions with the leaderboard's metric (the same numbers as eval_expmrc.py),
+plus answer exact match, a breakdown by question type, per-question details and a signature that
+says exactly how the numbers were computed.
+
+Question types: English questions take their first wh-word (what, which, who/whom/whose, when,
+where, why, how, and "how many/much" apart); Chinese questions take the interrogative that starts
+earliest (什么时候/何时 -> when, 哪里/哪儿 -> where, 为什么/为何 -> why, 怎么/如何 -> how,
+多少/几 -> how many/much, 谁 -> who, 哪 -> which, 什么 -> what); anything else is "other".
+
+Answer exact match (ANS_EM): span subsets, 1 when the normalized tokens of the answer equal those
+of a gold answer; multiple choice, the accuracy itself.
+
+examples:
+  expmrc evaluate data/squad/expmrc-squad-dev.json sample_submission/squad.json
+  expmrc evaluate squad sub/squad.json race sub/race.json --json --details details.jsonl
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("pairs", nargs="+", metavar="DATASET PREDICTIONS",
+                        help="dataset file (or subset name) followed by its prediction file; repeat for more")
+    parser.add_argument("--subset", choices=("squad", "cmrc2018", "race", "c3"),
+                        help="the subset of every dataset given, when their `version` does not say")
+    parser.add_argument("--details", metavar="FILE.jsonl",
+                        help="write one JSON line per question: id, type, scores, best-matching references")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
+def run(args: argparse.Namespace) -> int:
+    from expmrc.data.datasets import load_dataset
+    from expmrc.data.io import write_text_atomic
+    from expmrc.errors import ExpmrcError
+    from expmrc.scoring.scorer import score_files, signature
+
+    if len(args.pairs) % 2:
+        raise ExpmrcError(f"expected DATASET PREDICTIONS pairs, got {len(args.pairs)} paths (an odd number)")
+    reports = []
+    for dataset_arg, prediction_path in zip(args.pairs[::2], args.pairs[1::2]):
+        report = score_files(load_dataset(dataset_arg, args.subset), prediction_path)
+        if report.skipped:
+            first = next(q.id for q in report.questions if not q.answered)
+            print(f"warning: {prediction_path}: {report.skipped} of {report.total} questions unanswered "
+                  f"(scored 0), first: {first}", file=sys.stderr)
+        if report.unknown_ids:
+            print(f"warning: {prediction_path}: {len(report.unknown_ids)} prediction id(s) not in the dataset, "
+                  f"ignored, first: {report.unknown_ids[0]}", file=sys.stderr)
+        reports.append(report)
+    sig = signature()
+    if args.details:
+        lines = []
+        for report in reports:
+            for record in report.details():
+                lines.append(json.dumps({"subset": report.subset, "predictions": report.prediction_path, **record},
+                                        ensure_ascii=False))
+        write_text_atomic(args.details, "\n".join(lines) + "\n")
+    if args.json:
+        print(json.dumps({"results": [r.summary() for r in reports], "signature": sig}, ensure_ascii=False, indent=1))
+        return 0
+    print(_table(["subset", "predictions", "ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1", "TOTAL", "SKIP"], 2,
+                 [[r.subset, r.prediction_path, *(f"{r.mean(k):.3f}" for k in ("answer", "exact", "evidence", "overall")),
+                   str(r.total), str(r.skipped)] for r in reports]))
+    for r in reports:
+        print(f"\n{r.subset} ({r.prediction_path}) by question type:")
+        print(_table(["type", "count", "ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"], 1,
+                     [[name, str(v["count"]), *(f"{v[k]:.3f}" for k in ("ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"))]
+                      for name, v in r.by_type().items()]))
+    print(f"\nsignature: {sig}")
+    return 0
+
+
+def _table(header: list[str], text_columns: int, rows: list[list[str]]) -> str:
+    """Plain aligned columns: the first `text_columns` left-aligned, figures right-aligned."""
+    widths = [max(len(x) for x in col) for col in zip(header, *rows)]
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i < text_columns else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(header)] + [line(r) for r in rows])

@@ -1,0 +1,76 @@
+"""`expmrc evidence`: pick evidence with an unsupervised method and write a scorable submission."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+DESCRIPTION = """\
+Pick one evidence span per question with an unsupervised method and write a submission
+({qid: {"answer", "evidence"}}) that `expmrc evaluate` and eval_expmrc.py score. Answers come from
+--answers (a submission or {qid: answer}; an optional "answer_start" pins a span), or, when it is
+not given, from the dataset's gold answers (and the command says so).
+
+methods:
+  most-similar            the sentence with the highest token F1 to the answer text (the chosen
+                          option's text for multiple choice)
+  most-similar-question   the same with question + answer text as the key
+  answer-sentence         (span subsets) the sentence holding the answer, at answer_start when
+                          known, else its first occurrence
+  gold-answer-sentence    oracle: the sentence holding the first occurrence of a gold answer;
+                          for multiple choice the sentence most similar to question + gold
+                          option (the definitions that reproduce the paper's Table 4)
+  gold-evidence-sentence  oracle: the sentence covering the most of a gold evidence
+  idf-window (= best)     IDF-weighted F2 over windows of sentences and clauses, anchored on the
+                          answer for span subsets, contrasting the options for multiple choice
+
+Baselines split sentences by the `simple` rule, idf-window by the `refined` one (--sentences
+overrides). When the dataset has evidences, the evidence F1 of what was written is printed.
+
+examples:
+  expmrc evidence --method most-similar-question squad --output sub/squad.json
+  expmrc evidence --method best race --answers race-preds.json --output sub/race.json
+  expmrc evidence --method best c3 --half second --output /tmp/c3-heldout.json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dataset", metavar="DATASET", help="dataset file, or a subset name looked up in $EXPMRC_DATA")
+    parser.add_argument("--method", required=True, metavar="M", help="one of the methods above (best = idf-window)")
+    parser.add_argument("--answers", metavar="PRED.json", help="answers to explain (default: the gold answers)")
+    parser.add_argument("--output", required=True, metavar="SUBMISSION.json", help="where to write the submission")
+    parser.add_argument("--subset", choices=("squad", "cmrc2018", "race", "c3"),
+                        help="the dataset's subset, when its `version` does not say")
+    parser.add_argument("--sentences", choices=("simple", "refined"), help="sentence rule (default: the method's)")
+    parser.add_argument("--half", choices=("first", "second"),
+                        help="only the questions on the first or second half of the passages (file order)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from expmrc.data.datasets import load_dataset
+    from expmrc.data.io import write_json_atomic
+    from expmrc.evidence.extract import build_method, extract, read_answers, split_halves
+    from expmrc.scoring.scorer import score
+
+    dataset = load_dataset(args.dataset, args.subset)
+    method = build_method(args.method, dataset, args.sentences)
+    questions = dataset.questions
+    if args.half:
+        questions = split_halves(dataset)[0 if args.half == "first" else 1]
+    if args.answers:
+        answers = read_answers(args.answers, questions)
+    else:
+        answers = None
+        print(f"answers: the gold answers of {dataset.path} (no --answers given)", file=sys.stderr)
+    extraction = extract(dataset, method, answers, questions, answers_path=args.answers or "")
+    for note in extraction.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    submission = extraction.submission()
+    write_json_atomic(args.output, submission, indent=1)
+    print(f"wrote {len(submission)} questions to {args.output} (method {method.name}, {method.rule} sentences)",
+          file=sys.stderr)
+    if any(q.evidences is not None for q in questions):
+        report = score(dataset, submission, args.output)
+        written = [q for q in report.questions if q.answered]
+        print(f"evidence F1 on these {len(written)} questions: {report.mean('evidence', written):.3f}")
+    return 0

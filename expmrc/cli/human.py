@@ -1,0 +1,42 @@
+"""`expmrc human`: estimated human performance on a dataset by cross-validation over its references."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+DESCRIPTION = """\
+Estimate human performance by cross-validation over the references: each reference in turn is
+the prediction and the others the ground truth (F1 = max over the others), averaged over the
+rotations and then over questions (questions with a single reference are left out). Span subsets:
+answer and evidence this way, overall = their product per question. Multiple choice: evidence only
+(the published answer accuracy came from a separate annotation study), so answer and overall are null.
+
+examples:
+  expmrc human squad
+  expmrc human data/c3/expmrc-c3-dev.json --json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dataset", help="dataset file, or a subset name resolved in $EXPMRC_DATA or data/")
+    parser.add_argument("--subset", choices=("squad", "cmrc2018", "race", "c3"),
+                        help="the subset, when the dataset's `version` does not say")
+    parser.add_argument("--json", action="store_true", help="print one JSON object: ANS_F1, EVI_F1, ALL_F1, TOTAL")
+
+
+def run(args: argparse.Namespace) -> int:
+    from expmrc.data.datasets import load_dataset
+    from expmrc.scoring.human import human_performance
+
+    dataset = load_dataset(args.dataset, args.subset)
+    result = human_performance(dataset).as_json()
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+    print(f"{dataset.subset} ({dataset.path}), {result['TOTAL']} questions, estimated human performance:")
+    print(f"  answer F1   {fmt(result['ANS_F1'])}")
+    print(f"  evidence F1 {fmt(result['EVI_F1'])}")
+    print(f"  overall     {fmt(result['ALL_F1'])}")
+    return 0

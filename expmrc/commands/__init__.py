@@ -1,1 +1,0 @@
-"""Subcommands of the `expmrc` command line, one module each (see expmrc.cli.COMMANDS)."""

@@ -1,0 +1,1 @@
+"""Decoding: model outputs back to answer and evidence texts."""

@@ -1,0 +1,1 @@
+"""Evidence methods and pseudo labels: unsupervised evidence extraction and pseudo training data."""

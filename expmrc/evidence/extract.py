@@ -1,0 +1,183 @@
+"""Running an evidence method over a whole dataset: answers in, a scorable submission out.
+
+The answers come from a prediction file (`{qid: {"answer": ...}}` or `{qid: "answer"}`, with an
+optional `answer_start`) or, when none is given, from the dataset's gold answers. Every question
+that needed a fallback is counted and reported in `Extraction.notes`, never silently relabelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tqdm import tqdm
+
+from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion
+from expmrc.data.io import read_json
+from expmrc.errors import ExpmrcError
+from expmrc.evidence.baselines import (Evidence, Pick, Query, answer_sentence, gold_answer_sentence, gold_evidence_sentence,
+                             label_index, make_query, most_similar, most_similar_question, prepare_passage)
+from expmrc.evidence.idf_window import RULE as IDF_WINDOW_RULE, idf_window_for
+
+BEST = "idf-window"
+METHODS = ("most-similar", "most-similar-question", "answer-sentence", "gold-answer-sentence",
+           "gold-evidence-sentence", BEST)
+ALIASES = {"best": BEST}
+_BASELINES: dict[str, Pick] = {
+    "most-similar": most_similar,
+    "most-similar-question": most_similar_question,
+    "answer-sentence": answer_sentence,
+    "gold-answer-sentence": gold_answer_sentence,
+    "gold-evidence-sentence": gold_evidence_sentence,
+}
+
+
+@dataclass(frozen=True)
+class Method:
+    """A named evidence method ready for one dataset: its sentence rule and its pick function."""
+
+    name: str
+    rule: str
+    pick: Pick
+
+
+def passage_text(question: Question) -> str:
+    """The passage a question is asked on."""
+    return question.context if isinstance(question, SpanQuestion) else question.passage
+
+
+def build_method(name: str, dataset: Dataset, rule: str | None = None) -> Method:
+    """The method `name` (or an alias) for `dataset`; `rule` overrides its sentence rule."""
+    name = ALIASES.get(name, name)
+    if name not in METHODS:
+        choices = ", ".join(METHODS + tuple(ALIASES))
+        raise ExpmrcError(f"unknown evidence method {name!r}; choose one of {choices}")
+    if name == "answer-sentence" and dataset.kind != "span":
+        raise ExpmrcError(f"{dataset.path}: answer-sentence needs a span subset (squad, cmrc2018), "
+                          f"this is {dataset.subset}")
+    if name == "gold-evidence-sentence" and all(q.evidences is None for q in dataset.questions):
+        raise ExpmrcError(f"{dataset.path}: gold-evidence-sentence needs a dataset with `evidences`")
+    if name == BEST:
+        texts = [passage_text(q) for q in dataset.questions]
+        return Method(name, rule or IDF_WINDOW_RULE, idf_window_for(texts, dataset.kind, dataset.language,
+                                                                    questions=[q.question for q in dataset.questions]))
+    return Method(name, rule or "simple", _BASELINES[name])
+
+
+@dataclass
+class Extraction:
+    """What a run produced: per question (dataset order) the answer written and its evidence."""
+
+    dataset: Dataset
+    method: str
+    answers: dict[str, str]
+    evidences: dict[str, Evidence | None]
+    notes: list[str] = field(default_factory=list)
+
+    def submission(self) -> dict[str, dict[str, str]]:
+        """The scorable submission: `{qid: {"answer", "evidence"}}` in dataset order."""
+        return {qid: {"answer": answer, "evidence": "" if self.evidences[qid] is None else self.evidences[qid].text}
+                for qid, answer in self.answers.items()}
+
+
+def read_answers(path: str, questions: list[Question]) -> dict[str, tuple[str, int | None]]:
+    """qid -> (answer, answer_start or None) from a prediction file; each of `questions` must have one."""
+    doc = read_json(path, "prediction file")
+    if not isinstance(doc, dict):
+        raise ExpmrcError(f"{path}: prediction file must be a JSON object mapping question ids to answers")
+    answers: dict[str, tuple[str, int | None]] = {}
+    missing = []
+    for q in questions:
+        if q.qid not in doc:
+            missing.append(q.qid)
+            continue
+        entry = doc[q.qid]
+        start = None
+        if isinstance(entry, dict):
+            if "answer" not in entry:
+                raise ExpmrcError(f"{path}: question {q.qid}: prediction lacks `answer`")
+            start = entry.get("answer_start")
+            if start is not None and (not isinstance(start, int) or isinstance(start, bool)):
+                raise ExpmrcError(f"{path}: question {q.qid}: `answer_start` must be an integer")
+            entry = entry["answer"]
+        if entry is None or isinstance(entry, (list, dict, bool)):
+            raise ExpmrcError(f"{path}: question {q.qid}: the answer must be a string")
+        answers[q.qid] = (str(entry), start)
+    if missing:
+        raise ExpmrcError(f"{path}: no answer for {len(missing)} of {len(questions)} questions "
+                          f"(first: {missing[0]}); give every question an answer")
+    return answers
+
+
+def _queries(questions: list[Question], answers: dict[str, tuple[str, int | None]] | None,
+             source: str) -> dict[str, Query]:
+    """The query of every question; labels that name no option are gathered into one error."""
+    queries, bad = {}, []
+    for q in questions:
+        answer, start = (None, None) if answers is None else answers[q.qid]
+        if answer is not None and not isinstance(q, SpanQuestion) and label_index(answer, q.options) is None:
+            bad.append(f"{q.qid} ({answer!r} of {len(q.options)} options)")
+            continue
+        try:
+            queries[q.qid] = make_query(q, answer, start)
+        except ValueError:
+            bad.append(f"{q.qid} ({q.answer!r} of {len(q.options)} options)")
+    if bad:
+        raise ExpmrcError(f"{source}: {len(bad)} question(s) name an option outside their list, "
+                          f"first: {bad[0]}")
+    return queries
+
+
+def extract(dataset: Dataset, method: Method, answers: dict[str, tuple[str, int | None]] | None = None,
+            questions: list[Question] | None = None, answers_path: str = "", progress: bool = True) -> Extraction:
+    """Run `method` on `questions` (default: all) with `answers` (default: the gold answers)."""
+    questions = dataset.questions if questions is None else questions
+    queries = _queries(questions, answers, answers_path or dataset.path)
+    written, evidences = {}, {}
+    empty, undelimited, not_found, no_overlap, none = [], set(), [], [], []
+    for q in tqdm(questions, desc=f"evidence ({method.name})", unit="q", disable=not progress, leave=False):
+        query = queries[q.qid]
+        passage = prepare_passage(passage_text(q), method.rule)
+        written[q.qid] = query.answer_text if query.answer_index is None else LABELS[query.answer_index]
+        if not passage.sentences:
+            empty.append(q.qid)
+            evidences[q.qid] = None
+            continue
+        if len(passage.sentences) == 1:
+            undelimited.add(passage.text)
+        evidence = method.pick(passage, query)
+        if evidence is None and method.name in ("answer-sentence", "gold-answer-sentence"):
+            not_found.append(q.qid)
+            evidence = most_similar(passage, query if method.name == "answer-sentence" else _gold_key(query))
+        if evidence is not None and evidence.score == 0 and method.name.startswith("most-similar"):
+            no_overlap.append(q.qid)
+        if evidence is None:
+            none.append(q.qid)
+        evidences[q.qid] = evidence
+    notes = []
+    _note(notes, empty, "have an empty passage; their evidence is empty")
+    if undelimited:
+        notes.append(f"{len(undelimited)} passage(s) have no sentence delimiter; each is one sentence")
+    _note(notes, not_found, "have an answer not found in the passage; their evidence is the most-similar sentence")
+    _note(notes, no_overlap, "share no token with any sentence; their evidence is the first sentence")
+    _note(notes, none, "got no evidence; it is empty")
+    return Extraction(dataset, method.name, written, evidences, notes)
+
+
+def _gold_key(query: Query) -> Query:
+    """A query whose answer text is the first gold answer (for the oracle's fallback)."""
+    return Query(query.qid, query.question, query.gold_answers[0] if query.gold_answers else query.answer_text)
+
+
+def _note(notes: list[str], qids: list[str], what: str) -> None:
+    if qids:
+        notes.append(f"{len(qids)} question(s) {what} (first: {qids[0]})")
+
+
+def split_halves(dataset: Dataset) -> tuple[list[Question], list[Question]]:
+    """The questions of the first and second half of the passages, in file order (the protocol for
+    choosing settings without overfitting: choose on the first, report on the second)."""
+    key: Callable[[Question], Any] = (lambda q: q.context) if dataset.kind == "span" else (lambda q: q.passage_id)
+    order = list(dict.fromkeys(key(q) for q in dataset.questions))
+    first = set(order[:(len(order) + 1) // 2])
+    return ([q for q in dataset.questions if key(q) in first], [q for q in dataset.questions if key(q) not in first])

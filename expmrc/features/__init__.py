@@ -1,0 +1,1 @@
+"""Features: windows and labels for the models, and their cache."""

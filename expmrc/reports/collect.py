@@ -1,0 +1,381 @@
+"""Many training runs -> one Table-3-style table (markdown and CSV) and one λ figure (PNG).
+
+Each run directory is read as the training scripts leave it (run_info.json, dev_predictions.json),
+its predictions are scored on its dev set with `expmrc.scoring.scorer` (leaderboard rules), and runs are
+grouped by (subset, task, model, λ) over seeds: mean, sample standard deviation and maximum. The
+paper reports the 5-run maximum in Table 3 and 5-run means in its λ figure. A run that is unfinished,
+failed or unscorable is listed with the reason and never averaged in.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from expmrc.data.datasets import SUBSETS, Dataset, load_dataset, resolve_dataset_path
+from expmrc.data.io import write_text_atomic
+from expmrc.errors import ExpmrcError
+
+RUN_INFO = "run_info.json"
+PREDICTIONS = "dev_predictions.json"
+METRICS = ("answer", "evidence", "overall")
+METRIC_LABELS = {"answer": "Ans.", "evidence": "Evi.", "overall": "All"}
+SUBSET_NAMES = {"squad": "SQuAD", "cmrc2018": "CMRC 2018", "race": "RACE+", "c3": "C3"}
+FORMATS = ("md", "csv", "png")
+OUTPUT_FILES = {"md": "table3.md", "csv": "table3.csv", "runs": "runs.csv", "png": "lambda.png"}
+
+
+@dataclass
+class Run:
+    """One run directory: what it was, whether it counts, and its scores (×100) when it does."""
+
+    run_dir: str
+    status: str  # finished | unfinished | failed | invalid
+    note: str = ""
+    task: str = ""
+    subset: str = ""
+    model: str = ""
+    loss_lambda: float | None = None
+    rand_seed: int | None = None
+    scores: dict[str, float] | None = None
+    unanswered: int = 0
+    total: int = 0
+
+
+@dataclass
+class Group:
+    """The runs of one setting (subset, task, model, λ) over seeds."""
+
+    subset: str
+    task: str
+    model: str
+    loss_lambda: float
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted(r.rand_seed for r in self.runs if r.rand_seed is not None)
+
+    def values(self, metric: str) -> list[float]:
+        return [r.scores[metric] for r in self.runs]
+
+    def mean(self, metric: str) -> float:
+        return statistics.fmean(self.values(metric))
+
+    def std(self, metric: str) -> float | None:
+        """Sample standard deviation over seeds (n - 1); None for a single run."""
+        values = self.values(metric)
+        return statistics.stdev(values) if len(values) > 1 else None
+
+    def max(self, metric: str) -> float:
+        return max(self.values(metric))
+
+
+# ---------------------------------------------------------------- reading runs
+
+def find_run_dirs(paths: list[str]) -> list[str]:
+    """Run directories under `paths`: a folder with run_info.json or dev_predictions.json is a run; other
+    folders are searched below; a folder with neither and nothing below is an unfinished run."""
+    found: list[str] = []
+
+    def visit(folder: Path) -> None:
+        if (folder / RUN_INFO).exists() or (folder / PREDICTIONS).exists():
+            found.append(str(folder))
+            return
+        children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if not children:
+            found.append(str(folder))
+        for child in children:
+            visit(child)
+
+    for path in paths:
+        if not os.path.isdir(path):
+            raise ExpmrcError(f"{path}: not a run directory (no such folder)")
+        visit(Path(path))
+    return list(dict.fromkeys(found))
+
+
+class DatasetCache:
+    """Dev sets to score against: `--data` overrides, else each run's `predict_file`, each loaded once."""
+
+    def __init__(self, overrides: list[str] | None = None):
+        self.loaded: dict[str, Dataset] = {}
+        self.overrides = [self.load(path) for path in overrides or []]
+
+    def load(self, path: str) -> Dataset:
+        key = os.path.abspath(resolve_dataset_path(path))
+        if key not in self.loaded:
+            self.loaded[key] = load_dataset(path)
+        return self.loaded[key]
+
+    def for_run(self, run_dir: str, predict_file: str | None, qids: set[str]) -> Dataset:
+        """The dataset a run is scored on; with several overrides, the one sharing most question ids."""
+        if len(self.overrides) == 1:
+            return self.overrides[0]
+        if self.overrides:
+            best = max(self.overrides, key=lambda d: len(qids & {q.qid for q in d.questions}))
+            if not qids & {q.qid for q in best.questions}:
+                raise ExpmrcError(f"{run_dir}: no --data file shares question ids with its predictions")
+            return best
+        if not predict_file:
+            raise ExpmrcError(f"{run_dir}: run_info.json names no predict_file (pass --data DEV_SET)")
+        for candidate in (predict_file, os.path.join(run_dir, predict_file)):
+            if os.path.isfile(candidate):
+                return self.load(candidate)
+        if predict_file in SUBSETS:
+            return self.load(predict_file)
+        raise ExpmrcError(f"{run_dir}: predict_file {predict_file} not found (pass --data DEV_SET)")
+
+
+def read_run(run_dir: str, datasets: DatasetCache) -> Run:
+    """Read and score one run directory; problems become the run's status and note, never an exception."""
+    from expmrc.scoring.scorer import load_predictions, score
+
+    run = Run(run_dir=run_dir, status="unfinished")
+    info_path = os.path.join(run_dir, RUN_INFO)
+    if not os.path.exists(info_path):
+        run.note = "no run_info.json (never started, or written by something else)"
+        return run
+    try:
+        with open(info_path, encoding="utf-8") as f:
+            info = json.load(f)
+        if not isinstance(info, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        run.status, run.note = "invalid", f"{info_path}: unreadable ({exc})"
+        return run
+    run.task, run.model = str(info.get("task", "")), str(info.get("model", ""))
+    run.loss_lambda = _number(info.get("loss_lambda"), float)
+    run.rand_seed = _number(info.get("rand_seed"), int)
+    status = info.get("status")
+    if status == "failed":
+        run.status, run.note = "failed", f"failed: {info.get('error', 'no error recorded')}"
+        return run
+    if status != "finished":
+        run.note = f"status {status!r} at step {info.get('global_step', '?')} (still running, or killed)"
+        return run
+    if run.loss_lambda is None or run.rand_seed is None:
+        run.status, run.note = "invalid", f"{info_path}: loss_lambda or rand_seed missing or not a number"
+        return run
+    try:
+        predictions = load_predictions(os.path.join(run_dir, PREDICTIONS))
+        dataset = datasets.for_run(run_dir, info.get("predict_file"), set(predictions))
+        report = score(dataset, predictions, os.path.join(run_dir, PREDICTIONS))
+    except ExpmrcError as exc:
+        run.status, run.note = "invalid", str(exc)
+        return run
+    run.subset, run.total, run.unanswered = dataset.subset, report.total, report.skipped
+    if report.skipped == report.total:
+        run.status, run.note = "invalid", f"none of its predictions match a question of {dataset.path}"
+        return run
+    run.status = "finished"
+    run.scores = {metric: report.mean(metric) for metric in METRICS}
+    if report.skipped:
+        run.note = f"{report.skipped} of {report.total} questions unanswered (scored 0, as the leaderboard does)"
+    return run
+
+
+def _number(value, kind):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return kind(value)
+
+
+def group_runs(runs: list[Run]) -> list[Group]:
+    """Finished runs grouped by setting, ordered by subset (paper order), model and λ."""
+    groups: dict[tuple, Group] = {}
+    for run in runs:
+        if run.status != "finished":
+            continue
+        key = (run.subset, run.task, run.model, run.loss_lambda)
+        groups.setdefault(key, Group(*key)).runs.append(run)
+    return sorted(groups.values(), key=lambda g: (SUBSETS.index(g.subset), g.model, g.task, g.loss_lambda))
+
+
+# ---------------------------------------------------------------- writing tables
+
+def short_model_names(groups: list[Group]) -> dict[str, str]:
+    """A readable name per model path: its last folder name, unless two models would share it."""
+    def short(path: str) -> str:
+        parts = [p for p in path.replace("\\", "/").split("/") if p]
+        if parts and parts[-1].startswith("bert_model.ckpt") and len(parts) > 1:
+            return parts[-2]
+        return parts[-1] if parts else path
+
+    models = sorted({g.model for g in groups})
+    names = {m: short(m) for m in models}
+    clashes = {n for n in names.values() if list(names.values()).count(n) > 1}
+    return {m: (m if names[m] in clashes else names[m]) for m in models}
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _lam(value: float) -> str:
+    return format(value, "g")
+
+
+def markdown_report(groups: list[Group], runs: list[Run]) -> str:
+    """The tables: maximum over seeds (Table 3 style), mean ± std, every setting, runs left out."""
+    names = short_model_names(groups)
+    subsets = [s for s in SUBSETS if any(g.subset == s for g in groups)]
+    rows = sorted({(g.model, g.loss_lambda) for g in groups}, key=lambda r: (names[r[0]], r[1]))
+    by_key = {(g.subset, g.model, g.loss_lambda): g for g in groups}
+    scored = sum(len(g.runs) for g in groups)
+    lines = [
+        f"# ExpMRC runs: {scored} scored in {len(groups)} settings, {len(runs) - scored} left out",
+        "",
+        "Scores ×100 on each run's dev set (`expmrc.scoring.scorer`, leaderboard rules). Each setting is a model "
+        "and λ over seeds; `n` counts the seeds.",
+        "",
+    ]
+    header = ["Model", "λ"] + [f"{SUBSET_NAMES[s]} {METRIC_LABELS[m]}" for s in subsets for m in METRICS] + ["n"]
+    for title, cell in (
+        ("Maximum over seeds (as in the paper's Table 3)", lambda g, m: _fmt(g.max(m))),
+        ("Mean ± standard deviation over seeds (as in the paper's λ figure)",
+         lambda g, m: _fmt(g.mean(m)) + ("" if g.std(m) is None else f" ± {_fmt(g.std(m))}")),
+    ):
+        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for model, lam in rows:
+            cells, counts = [names[model], _lam(lam)], []
+            for subset in subsets:
+                group = by_key.get((subset, model, lam))
+                cells += [cell(group, m) if group else "" for m in METRICS]
+                if group:
+                    counts.append(len(group.runs))
+            cells.append(str(counts[0]) if len(set(counts)) == 1 else "/".join(map(str, counts)))
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["## Settings", "", "| Subset | Model | λ | Seeds | Answer mean / std / max | "
+              "Evidence mean / std / max | Overall mean / std / max |", "|---|---|---|---|---|---|---|"]
+    for g in groups:
+        stats = [f"{_fmt(g.mean(m), 3)} / {_fmt(g.std(m), 3)} / {_fmt(g.max(m), 3)}" for m in METRICS]
+        lines.append(f"| {SUBSET_NAMES[g.subset]} | {names[g.model]} | {_lam(g.loss_lambda)} | "
+                     f"{', '.join(map(str, g.seeds))} | " + " | ".join(stats) + " |")
+    left_out = [r for r in runs if r.status != "finished"]
+    noted = [r for r in runs if r.status == "finished" and r.note]
+    lines += ["", "## Runs left out", ""]
+    lines += [f"- `{r.run_dir}` ({r.status}): {r.note}" for r in left_out] or ["None: every run finished and was scored."]
+    if noted:
+        lines += ["", "## Notes", ""] + [f"- `{r.run_dir}`: {r.note}" for r in noted]
+    return "\n".join(lines) + "\n"
+
+
+def _csv(rows: list[list]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def groups_csv(groups: list[Group]) -> str:
+    """One row per setting: mean, sample std and max of each metric over seeds."""
+    header = ["subset", "task", "model", "loss_lambda", "runs", "seeds"]
+    header += [f"{m}_{s}" for m in METRICS for s in ("mean", "std", "max")]
+    rows: list[list] = [header]
+    for g in groups:
+        row = [g.subset, g.task, g.model, _lam(g.loss_lambda), len(g.runs), " ".join(map(str, g.seeds))]
+        for m in METRICS:
+            std = g.std(m)
+            row += [f"{g.mean(m):.3f}", "" if std is None else f"{std:.3f}", f"{g.max(m):.3f}"]
+        rows.append(row)
+    return _csv(rows)
+
+
+def runs_csv(runs: list[Run]) -> str:
+    """One row per run directory, scored or not, with the reason when it was left out."""
+    rows: list[list] = [["run_dir", "status", "subset", "task", "model", "loss_lambda", "rand_seed",
+                         "answer", "evidence", "overall", "unanswered", "total", "note"]]
+    for r in runs:
+        scores = [f"{r.scores[m]:.3f}" for m in METRICS] if r.scores else ["", "", ""]
+        rows.append([r.run_dir, r.status, r.subset, r.task, r.model,
+                     "" if r.loss_lambda is None else _lam(r.loss_lambda),
+                     "" if r.rand_seed is None else r.rand_seed, *scores, r.unanswered, r.total, r.note])
+    return _csv(rows)
+
+
+def plot_lambda(groups: list[Group], path: str) -> None:
+    """Answer, evidence and overall (mean over seeds, bars: std) against λ, one panel per subset."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = short_model_names(groups)
+    subsets = [s for s in SUBSETS if any(g.subset == s for g in groups)]
+    fig, axes = plt.subplots(1, len(subsets), figsize=(4.6 * len(subsets), 3.8), squeeze=False)
+    colours = {"answer": "tab:blue", "evidence": "tab:orange", "overall": "tab:green"}
+    styles = ["-", "--", ":", "-."]
+    for ax, subset in zip(axes[0], subsets):
+        mine = [g for g in groups if g.subset == subset]
+        lambdas = sorted({g.loss_lambda for g in mine})
+        models = sorted({g.model for g in mine})
+        for k, model in enumerate(models):
+            series = sorted((g for g in mine if g.model == model), key=lambda g: g.loss_lambda)
+            for j, metric in enumerate(METRICS):
+                x = [lambdas.index(g.loss_lambda) + 0.04 * (j - 1) for g in series]  # nudged apart when equal
+                label = metric + (f" ({names[model]})" if len(models) > 1 else "")
+                ax.errorbar(x, [g.mean(metric) for g in series], yerr=[g.std(metric) or 0.0 for g in series],
+                            color=colours[metric], linestyle=styles[k % len(styles)], marker="o", markersize=4,
+                            capsize=3, label=label)
+        ax.set_xticks(range(len(lambdas)), [_lam(v) for v in lambdas])
+        ax.set_xlabel("λ (weight of the evidence loss)")
+        ax.set_ylabel("score (mean over seeds)")
+        ax.set_title(SUBSET_NAMES[subset])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    tmp = f"{path}.tmp{os.getpid()}.png"
+    try:
+        fig.savefig(tmp, dpi=120)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+# ---------------------------------------------------------------- the whole job
+
+@dataclass
+class CollectResult:
+    """What `collect` read and wrote."""
+
+    runs: list[Run]
+    groups: list[Group]
+    markdown: str
+    written: list[str]
+
+
+def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
+            formats: tuple[str, ...] = FORMATS, progress: bool = True) -> CollectResult:
+    """Score every run under `paths` and write the requested tables and figure into `output_dir`."""
+    from tqdm import tqdm
+
+    datasets = DatasetCache(data)
+    run_dirs = find_run_dirs(paths)
+    runs = [read_run(d, datasets) for d in tqdm(run_dirs, desc="scoring runs", unit="run", disable=not progress)]
+    groups = group_runs(runs)
+    if not groups:
+        reasons = "; ".join(f"{r.run_dir}: {r.note}" for r in runs[:3])
+        raise ExpmrcError(f"none of the {len(runs)} run(s) finished with scorable predictions ({reasons})")
+    markdown = markdown_report(groups, runs)
+    written = []
+    out = Path(output_dir)
+    if "md" in formats:
+        write_text_atomic(str(out / OUTPUT_FILES["md"]), markdown)
+        written.append(str(out / OUTPUT_FILES["md"]))
+    if "csv" in formats:
+        for kind, text in (("csv", groups_csv(groups)), ("runs", runs_csv(runs))):
+            write_text_atomic(str(out / OUTPUT_FILES[kind]), text)
+            written.append(str(out / OUTPUT_FILES[kind]))
+    if "png" in formats:
+        out.mkdir(parents=True, exist_ok=True)
+        plot_lambda(groups, str(out / OUTPUT_FILES["png"]))
+        written.append(str(out / OUTPUT_FILES["png"]))
+    return CollectResult(runs, groups, markdown, written)

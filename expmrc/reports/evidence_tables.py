@@ -1,0 +1,84 @@
+"""Evidence reports on the dev sets: the paper's Table 4 beside ours, and the held-out protocol table.
+
+    python -m expmrc.reports.evidence_tables table4    # what scripts/reproduce_table4.sh prints
+    python -m expmrc.reports.evidence_tables heldout   # every method on the first and second half of each dev set
+
+All figures are evidence F1 (× 100) with the gold answers, scored by `expmrc.scoring.scorer`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from expmrc.data.datasets import SUBSETS, Dataset, Question, load_dataset
+from expmrc.errors import ExpmrcError
+from expmrc.evidence.extract import BEST, METHODS, build_method, extract, split_halves
+from expmrc.scoring.scorer import score
+
+NAMES = {"squad": "SQuAD", "cmrc2018": "CMRC 2018", "race": "RACE+", "c3": "C3"}
+# The ExpMRC paper, Table 4: evidence F1 on the dev sets with ground-truth answers.
+PAPER_TABLE4 = {
+    "gold-answer-sentence": ("Ground Truth Answer Sent.", {"squad": 88.2, "cmrc2018": 82.1, "race": 49.9, "c3": 66.8}),
+    "gold-evidence-sentence": ("Ground Truth Evidence Sent.", {"squad": 91.6, "cmrc2018": 85.2, "race": 86.9, "c3": 89.1}),
+}
+
+
+def evidence_f1(dataset: Dataset, method: str, questions: list[Question] | None = None,
+                rule: str | None = None) -> float:
+    """Evidence F1 of `method` with the gold answers on `questions` (default: all) of `dataset`."""
+    extraction = extract(dataset, build_method(method, dataset, rule), None, questions, progress=False)
+    report = score(dataset, extraction.submission())
+    return report.mean("evidence", [q for q in report.questions if q.answered])
+
+
+def table4(datasets: dict[str, Dataset]) -> str:
+    """Markdown: per dev set, the paper's two Table 4 cells beside ours and the difference."""
+    header = " | ".join(f"{row}: paper | ours | Δ" for row, _ in PAPER_TABLE4.values())
+    lines = [f"| dev set | {header} |", "| --- |" + " ---: | ---: | ---: |" * len(PAPER_TABLE4)]
+    for subset, dataset in datasets.items():
+        cells = []
+        for method, (_, paper) in PAPER_TABLE4.items():
+            ours = evidence_f1(dataset, method)
+            cells.append(f"{paper[subset]:.1f} | {ours:.2f} | {ours - paper[subset]:+.2f}")
+        lines.append(f"| {NAMES[subset]} | " + " | ".join(cells) + " |")
+    methods = ", ".join(f"`{m}`" for m in PAPER_TABLE4)
+    lines.append(f"\nEvidence F1 with the gold answers, full dev sets; ours: {methods}.")
+    return "\n".join(lines)
+
+
+def heldout(datasets: dict[str, Dataset]) -> str:
+    """Markdown: every method's evidence F1 on the first half (where settings were chosen) and the
+    second half (held out) of each dev set."""
+    lines = ["| method | " + " | ".join(f"{NAMES[s]} 1st half | 2nd half" for s in datasets) + " |",
+             "| --- |" + " --- | --- |" * len(datasets)]
+    for method in METHODS:
+        cells = []
+        for dataset in datasets.values():
+            if method == "answer-sentence" and dataset.kind != "span":
+                cells.append("— | —")
+                continue
+            first, second = split_halves(dataset)
+            cells.append(f"{evidence_f1(dataset, method, first):.2f} | {evidence_f1(dataset, method, second):.2f}")
+        name = f"**{method}** (best)" if method == BEST else method
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m expmrc.reports.evidence_tables", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("report", choices=("table4", "heldout"))
+    parser.add_argument("--subsets", nargs="+", choices=SUBSETS, default=list(SUBSETS))
+    args = parser.parse_args(argv)
+    try:
+        datasets = {s: load_dataset(s) for s in args.subsets}
+    except ExpmrcError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(table4(datasets) if args.report == "table4" else heldout(datasets))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Scoring: submissions scored against datasets, breakdowns, signatures, human performance."""

@@ -1,0 +1,1 @@
+"""Text: sentence splitting with character offsets, and a small dense sentence encoder."""

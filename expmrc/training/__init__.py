@@ -1,0 +1,1 @@
+"""Training and run directories: flags, the training loop, the baseline runs and their records."""

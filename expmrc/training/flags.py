@@ -1,0 +1,153 @@
+"""The flags of the baseline scripts: the original release's names and spellings, plus modern ones.
+
+Users keep their shell scripts, so every original flag works unchanged, including `True`/`False`
+strings as values (`--do_train=True`, `--do_train True`, or a bare `--do_train`). Defaults are the
+paper's; a few differ per task (`TASK_DEFAULTS`). Task scripts add their own extra flags to the parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from expmrc.errors import ExpmrcError
+
+TASK_DEFAULTS: dict[str, dict[str, Any]] = {
+    "span": {"loss_lambda": 0.01, "task_name": "squad"},
+    "choice": {"loss_lambda": 0.1, "task_name": "race"},
+}
+
+_TRUE = {"true", "1", "yes", "y", "t"}
+_FALSE = {"false", "0", "no", "n", "f"}
+
+
+def str2bool(value: str | bool) -> bool:
+    """`True`/`False` (any case, also 1/0, yes/no) as a bool, as the original absl flags accepted."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"expected True or False, got {value!r}")
+
+
+def _bool_flag(parser: argparse.ArgumentParser, name: str, default: bool | None, help_text: str) -> None:
+    parser.add_argument(f"--{name}", type=str2bool, nargs="?", const=True, default=default, metavar="True|False",
+                        help=help_text)
+
+
+def build_parser(task: str, prog: str | None = None, description: str | None = None) -> argparse.ArgumentParser:
+    """The shared parser for a `span` or `choice` baseline script, with that task's defaults."""
+    if task not in TASK_DEFAULTS:
+        raise ValueError(f"task must be one of {sorted(TASK_DEFAULTS)}")
+    defaults = TASK_DEFAULTS[task]
+    parser = argparse.ArgumentParser(prog=prog, description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    model = parser.add_argument_group("model (either --model_name_or_path, or the original three files)")
+    model.add_argument("--model_name_or_path", default=None,
+                       help="a Hugging Face-format BERT folder (config.json, vocab.txt, model.safetensors)")
+    model.add_argument("--bert_config_file", default=None, help="original release: bert_config.json")
+    model.add_argument("--vocab_file", default=None, help="original release: vocab.txt")
+    model.add_argument("--init_checkpoint", default=None,
+                       help="TensorFlow prefix (bert_model.ckpt), weights file or model folder to start from")
+    _bool_flag(model, "do_lower_case", None,
+               "lowercase and strip accents (default: the model folder's tokenizer setting, else True)")
+
+    data = parser.add_argument_group("data and outputs")
+    data.add_argument("--task_name", default=defaults["task_name"],
+                      help=f"subset name recorded in run_info.json (default {defaults['task_name']})")
+    data.add_argument("--train_file", default=None, help="training data (SQuAD-style or RACE/C3-style JSON)")
+    data.add_argument("--predict_file", default=None, help="data to predict (e.g. an ExpMRC dev set)")
+    data.add_argument("--output_dir", required=True, help="run directory: checkpoints, model, predictions, run_info.json")
+    data.add_argument("--train_tfrecord", default=None,
+                      help="feature cache for --train_file (default OUTPUT_DIR/cache/train-features.pt); rebuilt when stale")
+    data.add_argument("--predict_tfrecord", default=None,
+                      help="feature cache for --predict_file (default OUTPUT_DIR/cache/predict-features.pt)")
+    _bool_flag(data, "do_train", False, "train on --train_file")
+    _bool_flag(data, "do_predict", False, "predict on --predict_file, writing dev_predictions.json and dev_nbest.json")
+
+    lengths = parser.add_argument_group("lengths")
+    lengths.add_argument("--max_seq_length", type=int, default=512, help="tokens per input window (default 512)")
+    lengths.add_argument("--doc_stride", type=int, default=128, help="tokens between window starts (default 128)")
+    lengths.add_argument("--max_answer_length", type=int, default=30, help="longest answer in tokens (default 30)")
+
+    opt = parser.add_argument_group("optimization")
+    opt.add_argument("--train_batch_size", type=int, default=32,
+                     help="examples per optimizer step, TOTAL over all devices and accumulation steps (default 32)")
+    opt.add_argument("--predict_batch_size", type=int, default=8, help="examples per prediction batch, total (default 8)")
+    opt.add_argument("--learning_rate", type=float, default=3e-5, help="peak AdamW learning rate (default 3e-5)")
+    opt.add_argument("--num_train_epochs", type=float, default=2.0, help="epochs over the training features (default 2)")
+    opt.add_argument("--max_steps", type=int, default=-1, help="optimizer steps; overrides --num_train_epochs when > 0")
+    opt.add_argument("--warmup_proportion", type=float, default=0.1, help="share of steps with linear warm-up (default 0.1)")
+    opt.add_argument("--weight_decay", type=float, default=0.01,
+                     help="AdamW weight decay, not applied to biases and LayerNorm weights (default 0.01)")
+    opt.add_argument("--gradient_accumulation_steps", type=int, default=1, help="micro-batches per optimizer step")
+    opt.add_argument("--mixed_precision", choices=("no", "fp16", "bf16"), default="no", help="autocast precision")
+    opt.add_argument("--loss_lambda", type=float, default=defaults["loss_lambda"],
+                     help=f"weight of the evidence loss: L = L_answer + lambda * L_evidence (default {defaults['loss_lambda']})")
+    opt.add_argument("--rand_seed", type=int, default=12345, help="seed of initialization, data order and dropout")
+
+    runs = parser.add_argument_group("checkpoints and logging")
+    runs.add_argument("--save_checkpoints_steps", type=int, default=1000,
+                      help="write a resumable checkpoint every N optimizer steps (default 1000)")
+    runs.add_argument("--keep_checkpoints", type=int, default=3, help="checkpoints kept in OUTPUT_DIR/checkpoints")
+    runs.add_argument("--logging_steps", type=int, default=50, help="log loss and learning rate every N steps")
+
+    tpu = parser.add_argument_group("TPU (original flags; accelerate/torch_xla picks the device)")
+    _bool_flag(tpu, "use_tpu", False, "run on a TPU through torch_xla")
+    tpu.add_argument("--tpu_name", default=None, help="accepted for old scripts; torch_xla uses the TPU VM's own chips")
+    tpu.add_argument("--tpu_zone", default=None, help="accepted for old scripts; not needed on a TPU VM")
+    return parser
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Refuse flag combinations that cannot run, in one line each, before any model is loaded."""
+    if not args.do_train and not args.do_predict:
+        raise ExpmrcError("nothing to do: pass --do_train True and/or --do_predict True")
+    if args.do_train and not args.train_file:
+        raise ExpmrcError("--do_train needs --train_file")
+    if args.do_predict and not args.predict_file:
+        raise ExpmrcError("--do_predict needs --predict_file")
+    positive = ("train_batch_size", "predict_batch_size", "gradient_accumulation_steps", "save_checkpoints_steps",
+                "keep_checkpoints", "logging_steps", "max_seq_length", "doc_stride", "max_answer_length")
+    for name in positive:
+        if getattr(args, name, 1) < 1:
+            raise ExpmrcError(f"--{name} must be at least 1, got {getattr(args, name)}")
+    if args.learning_rate <= 0:
+        raise ExpmrcError(f"--learning_rate must be positive, got {args.learning_rate}")
+    if args.num_train_epochs <= 0 and args.max_steps <= 0:
+        raise ExpmrcError("--num_train_epochs must be positive (or give --max_steps)")
+    if not 0 <= args.warmup_proportion < 1:
+        raise ExpmrcError(f"--warmup_proportion must be in [0, 1), got {args.warmup_proportion}")
+    if args.loss_lambda < 0:
+        raise ExpmrcError(f"--loss_lambda must not be negative, got {args.loss_lambda}")
+
+
+def flag_values(args: argparse.Namespace) -> dict[str, Any]:
+    """Every flag value, sorted by name, for run_info.json."""
+    return {key: value for key, value in sorted(vars(args).items())}
+
+
+def train_config_from_flags(args: argparse.Namespace) -> Any:
+    """The training loop's TrainConfig from parsed flags."""
+    from expmrc.training.loop import TrainConfig
+
+    return TrainConfig(
+        output_dir=args.output_dir,
+        learning_rate=args.learning_rate,
+        num_train_epochs=args.num_train_epochs,
+        max_steps=args.max_steps,
+        train_batch_size=args.train_batch_size,
+        predict_batch_size=args.predict_batch_size,
+        warmup_proportion=args.warmup_proportion,
+        weight_decay=args.weight_decay,
+        gradient_accumulation_steps=args.gradient_accumulation_steps,
+        mixed_precision=args.mixed_precision,
+        seed=args.rand_seed,
+        save_checkpoints_steps=args.save_checkpoints_steps,
+        logging_steps=args.logging_steps,
+        keep_checkpoints=args.keep_checkpoints,
+    )

@@ -1,0 +1,28 @@
+"""The README's promises: its two first commands are what CI runs, and every command has --help."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from expmrc.cli import COMMANDS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_readme_commands_are_what_ci_runs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    setup, test = (line.split("#", 1)[0].strip() for line in block[:2])
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert setup.split(" && ")[0] in ci          # bash scripts/setup.sh
+    assert ci[-1].strip() == test                # the test command, exactly
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_command_explains_itself(command):
+    result = subprocess.run([sys.executable, "-m", "expmrc.cli", command, "--help"], capture_output=True, text=True,
+                            cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"usage: expmrc {command}") and "example" in result.stdout

@@ -1,0 +1,1 @@
+"""Helpers the tests import: tiny models and datasets, shared paths and skips."""

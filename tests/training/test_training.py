@@ -1,0 +1,163 @@
+"""The shared training loop: batch stream, optimizer groups, resuming after a crash, ordered predictions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from expmrc.errors import ExpmrcError
+from expmrc.training.loop import (TrainConfig, batch_indices, checkpoint_steps, make_accelerator, parameter_groups,
+                             predict, train)
+
+
+class Toy(torch.nn.Module):
+    """A small regression model with dropout, so resuming must restore the RNG to match."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 8)
+        self.norm = torch.nn.LayerNorm(8)
+        self.drop = torch.nn.Dropout(0.2)
+        self.out = torch.nn.Linear(8, 1)
+
+    def forward(self, x, y=None):
+        pred = self.out(self.drop(self.norm(torch.tanh(self.layer(x))))).squeeze(-1)
+        result = {"pred": pred}
+        if y is not None:
+            result["loss"] = torch.nn.functional.mse_loss(pred, y)
+        return result
+
+
+def toy_data(n: int = 40) -> list[dict[str, torch.Tensor]]:
+    g = torch.Generator().manual_seed(7)
+    xs = torch.randn(n, 4, generator=g)
+    ys = xs @ torch.tensor([1.0, -2.0, 0.5, 3.0])
+    return [{"x": xs[i], "y": ys[i]} for i in range(n)]
+
+
+def collate(items):
+    return {key: torch.stack([item[key] for item in items]) for key in items[0]}
+
+
+class CrashingData(list):
+    """Data that raises after `limit` item reads: a run dying mid-way, after some checkpoints."""
+
+    def __init__(self, items, limit):
+        super().__init__(items)
+        self.reads, self.limit = 0, limit
+
+    def __getitem__(self, index):
+        self.reads += 1
+        if self.reads > self.limit:
+            raise RuntimeError("simulated crash")
+        return super().__getitem__(index)
+
+
+def config(tmp_path, **overrides) -> TrainConfig:
+    settings = dict(output_dir=str(tmp_path), learning_rate=0.05, max_steps=12, train_batch_size=8,
+                    save_checkpoints_steps=4, logging_steps=4, keep_checkpoints=2, seed=3)
+    settings.update(overrides)
+    return TrainConfig(**settings)
+
+
+def fresh_run(cfg: TrainConfig):
+    accelerator = make_accelerator(cfg)  # seeds, so the model starts the same every time
+    return Toy(), accelerator
+
+
+def test_batch_stream_covers_each_epoch_once_and_is_fixed_by_the_seed():
+    stream = [i for step in range(5) for i in batch_indices(step, 10, 4, seed=1)]  # 2 epochs
+    assert sorted(stream[:10]) == list(range(10)) and sorted(stream[10:20]) == list(range(10))
+    assert stream[:10] != stream[10:20]  # a fresh order each epoch
+    assert batch_indices(3, 10, 4, seed=1) == batch_indices(3, 10, 4, seed=1)
+    assert batch_indices(3, 10, 4, seed=1) != batch_indices(3, 10, 4, seed=2)
+
+
+def test_no_weight_decay_on_biases_and_layer_norm():
+    model = Toy()
+    decay, plain = parameter_groups(model, 0.01)
+    assert decay["weight_decay"] == 0.01 and plain["weight_decay"] == 0.0
+    assert {id(p) for p in decay["params"]} == {id(model.layer.weight), id(model.out.weight)}
+    assert len(plain["params"]) == 4  # two biases, LayerNorm weight and bias
+
+
+def test_training_lowers_the_loss_and_logs(tmp_path):
+    cfg = config(tmp_path, max_steps=60, save_checkpoints_steps=100)
+    model, accelerator = fresh_run(cfg)
+    data = toy_data()
+    before = float(collate(data)["y"].var())
+    result = train(model, data, collate, cfg, accelerator)
+    assert result.global_step == 60 and result.resumed_from == 0
+    assert result.last_loss < 0.3 * before
+    log = [json.loads(line) for line in (tmp_path / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == list(range(4, 61, 4))
+    assert checkpoint_steps(str(tmp_path)) == [60]  # the final step is always saved
+
+
+def test_crashed_run_resumes_to_the_same_weights(tmp_path):
+    straight = tmp_path / "straight"
+    cfg = config(straight)
+    model, accelerator = fresh_run(cfg)
+    train(model, toy_data(), collate, cfg, accelerator)
+
+    broken = tmp_path / "broken"
+    cfg = config(broken)
+    model, accelerator = fresh_run(cfg)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train(model, CrashingData(toy_data(), limit=8 * 6 + 3), collate, cfg, accelerator)
+    assert checkpoint_steps(str(broken)) == [4]
+    assert not list((broken / "checkpoints").glob(".tmp-*"))
+
+    model, accelerator = fresh_run(cfg)
+    result = train(model, toy_data(), collate, cfg, accelerator)
+    assert result.resumed_from == 4
+    assert checkpoint_steps(str(broken)) == [8, 12]  # keep_checkpoints=2
+    final = lambda run: torch.load(run / "checkpoints/step-00000012/model.pt", weights_only=True)  # noqa: E731
+    for name, tensor in final(straight).items():
+        assert torch.equal(tensor, final(broken)[name]), name
+
+    # the same command once more: nothing left to train
+    model, accelerator = fresh_run(cfg)
+    assert train(model, toy_data(), collate, cfg, accelerator).resumed_from == 12
+
+
+def test_resume_refuses_a_different_batch_size(tmp_path):
+    cfg = config(tmp_path, max_steps=4)
+    model, accelerator = fresh_run(cfg)
+    train(model, toy_data(), collate, cfg, accelerator)
+    cfg = config(tmp_path, max_steps=4, train_batch_size=4)
+    model, accelerator = fresh_run(cfg)
+    with pytest.raises(ExpmrcError, match="train_batch_size = 8, this run has 4"):
+        train(model, toy_data(), collate, cfg, accelerator)
+
+
+def test_batch_size_must_split_over_accumulation_steps(tmp_path):
+    cfg = config(tmp_path, train_batch_size=6, gradient_accumulation_steps=4)
+    model, accelerator = fresh_run(cfg)
+    with pytest.raises(ExpmrcError, match="divisible by 1 processes × 4"):
+        train(model, toy_data(), collate, cfg, accelerator)
+
+
+def test_accumulation_matches_one_big_batch(tmp_path):
+    results = []
+    for steps in (1, 4):
+        cfg = config(tmp_path / str(steps), gradient_accumulation_steps=steps, max_steps=6)
+        model, accelerator = fresh_run(cfg)
+        model.drop.p = 0.0  # dropout draws differ by micro-batch shape; the gradients must not
+        train(model, toy_data(), collate, cfg, accelerator)
+        results.append(model.out.weight.detach().clone())
+    assert torch.allclose(results[0], results[1], atol=1e-5)
+
+
+def test_predict_returns_every_item_in_order(tmp_path):
+    cfg = config(tmp_path)
+    model, accelerator = fresh_run(cfg)
+    data = toy_data(13)
+    outputs = predict(model, data, collate, batch_size=5, accelerator=accelerator)
+    assert len(outputs) == 13 and set(outputs[0]) == {"pred"}
+    model.eval()
+    with torch.no_grad():
+        expected = model(collate(data)["x"])["pred"].numpy()
+    assert [float(o["pred"]) for o in outputs] == pytest.approx(expected.tolist(), abs=1e-6)
