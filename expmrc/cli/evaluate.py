@@ -6,7 +6,13 @@ import argparse
 import json
 import sys
 
-DESCRIPTION = """\
+from expmrc.data.datasets import SUBSETS, load_dataset
+from expmrc.data.io import write_text_atomic
+from expmrc.errors import ExpmrcError
+from expmrc.metrics.registry import METRICS, select
+from expmrc.scoring.scorer import score_files, signature
+
+_HELP = """\
 Score one or more submissions with the leaderboard's metric (the same numbers as eval_expmrc.py),
 plus answer exact match, a breakdown by question type, per-question details and a signature that
 says exactly how the numbers were computed.
@@ -19,33 +25,39 @@ earliest (什么时候/何时 -> when, 哪里/哪儿 -> where, 为什么/为何 
 Answer exact match (ANS_EM): span subsets, 1 when the normalized tokens of the answer equal those
 of a gold answer; multiple choice, the accuracy itself.
 
+Figures beside the leaderboard's (--metrics; by default those of each dataset's subset):
+{metrics}
+
 examples:
   expmrc evaluate data/squad/expmrc-squad-dev.json sample_submission/squad.json
   expmrc evaluate squad sub/squad.json race sub/race.json --json --details details.jsonl
 """
 
 
+DESCRIPTION = _HELP.format(metrics="\n".join(
+    f"  {m.name:<12} {m.summary} (default for {', '.join(m.default_subsets) or 'none'})"
+    for name, m in METRICS.items() if name != "expmrc") or "  (none registered yet)")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("pairs", nargs="+", metavar="DATASET PREDICTIONS",
                         help="dataset file (or subset name) followed by its prediction file; repeat for more")
-    parser.add_argument("--subset", choices=("squad", "cmrc2018", "race", "c3"),
+    parser.add_argument("--subset", choices=SUBSETS,
                         help="the subset of every dataset given, when their `version` does not say")
     parser.add_argument("--details", metavar="FILE.jsonl",
                         help="write one JSON line per question: id, type, scores, best-matching references")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.add_argument("--metrics", metavar="NAME[,NAME]",
+                        help="figures to add beside the leaderboard's (names above; default: each subset's own)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from expmrc.data.datasets import load_dataset
-    from expmrc.data.io import write_text_atomic
-    from expmrc.errors import ExpmrcError
-    from expmrc.scoring.scorer import score_files, signature
-
     if len(args.pairs) % 2:
         raise ExpmrcError(f"expected DATASET PREDICTIONS pairs, got {len(args.pairs)} paths (an odd number)")
     reports = []
     for dataset_arg, prediction_path in zip(args.pairs[::2], args.pairs[1::2]):
-        report = score_files(load_dataset(dataset_arg, args.subset), prediction_path)
+        dataset = load_dataset(dataset_arg, args.subset)
+        report = score_files(dataset, prediction_path, select(args.metrics, dataset))
         if report.skipped:
             first = next(q.id for q in report.questions if not q.answered)
             print(f"warning: {prediction_path}: {report.skipped} of {report.total} questions unanswered "
@@ -69,12 +81,20 @@ def run(args: argparse.Namespace) -> int:
                  [[r.subset, r.prediction_path, *(f"{r.mean(k):.3f}" for k in ("answer", "exact", "evidence", "overall")),
                    str(r.total), str(r.skipped)] for r in reports]))
     for r in reports:
+        figures = r.extra_figures()
+        if figures:
+            print(f"\n{r.subset} ({r.prediction_path}): " + ", ".join(f"{k} {_figure(v)}" for k, v in figures.items()))
+    for r in reports:
         print(f"\n{r.subset} ({r.prediction_path}) by question type:")
         print(_table(["type", "count", "ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"], 1,
                      [[name, str(v["count"]), *(f"{v[k]:.3f}" for k in ("ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"))]
                       for name, v in r.by_type().items()]))
     print(f"\nsignature: {sig}")
     return 0
+
+
+def _figure(value) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else "n/a" if value is None else str(value)
 
 
 def _table(header: list[str], text_columns: int, rows: list[list[str]]) -> str:

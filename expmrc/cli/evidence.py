@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from expmrc.data.datasets import load_dataset
     from expmrc.data.io import write_json_atomic
-    from expmrc.evidence.extract import build_method, extract, read_answers, split_halves
+    from expmrc.data.submissions import read_answers
+    from expmrc.evidence.extract import build_method, extract, split_halves
     from expmrc.scoring.scorer import score
 
     dataset = load_dataset(args.dataset, args.subset)
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.half:
         questions = split_halves(dataset)[0 if args.half == "first" else 1]
     if args.answers:
-        answers = read_answers(args.answers, questions)
+        answers = read_answers(args.answers, [q.qid for q in questions])
     else:
         answers = None
         print(f"answers: the gold answers of {dataset.path} (no --answers given)", file=sys.stderr)

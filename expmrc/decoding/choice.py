@@ -9,7 +9,6 @@ best option's label. The evidence is the best start/end pair of any window (star
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
@@ -17,7 +16,6 @@ import numpy as np
 
 from expmrc.features.choice import ChoiceFeature
 from expmrc.data.datasets import LABELS, ChoiceQuestion
-from expmrc.data.io import write_json_atomic
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -112,9 +110,3 @@ def decode_choice_predictions(
             "evidence": ranked,
         }
     return predictions, nbest
-
-
-def write_choice_outputs(output_dir: str, predictions: dict[str, Any], nbest: dict[str, Any]) -> None:
-    """Write `dev_predictions.json` and `dev_nbest.json` atomically into `output_dir`."""
-    write_json_atomic(os.path.join(output_dir, "dev_predictions.json"), predictions, indent=2)
-    write_json_atomic(os.path.join(output_dir, "dev_nbest.json"), nbest, indent=2)

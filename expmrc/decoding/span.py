@@ -11,13 +11,11 @@ own logits and length limits.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Sequence
 
 import numpy as np
 
 from expmrc.data.datasets import SpanQuestion
-from expmrc.data.io import write_json_atomic
 from expmrc.features.span import SpanFeature
 
 HEADS = {"answer": ("start_logits", "end_logits"), "evidence": ("evidence_start_logits", "evidence_end_logits")}
@@ -88,9 +86,3 @@ def decode_span_predictions(questions: Sequence[SpanQuestion], features: Sequenc
         nbest[question.qid] = entry
         predictions[question.qid] = {head: (spans[0]["text"] if spans else "") for head, spans in entry.items()}
     return predictions, nbest
-
-
-def write_span_outputs(output_dir: str, predictions: dict[str, Any], nbest: dict[str, Any]) -> None:
-    """Write `dev_nbest.json` and then `dev_predictions.json` atomically into `output_dir`."""
-    write_json_atomic(os.path.join(output_dir, "dev_nbest.json"), nbest, indent=1)
-    write_json_atomic(os.path.join(output_dir, "dev_predictions.json"), predictions, indent=1)

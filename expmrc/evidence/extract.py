@@ -13,7 +13,6 @@ from typing import Any, Callable
 from tqdm import tqdm
 
 from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion
-from expmrc.data.io import read_json
 from expmrc.errors import ExpmrcError
 from expmrc.evidence.baselines import (Evidence, Pick, Query, answer_sentence, gold_answer_sentence, gold_evidence_sentence,
                              label_index, make_query, most_similar, most_similar_question, prepare_passage)
@@ -78,35 +77,6 @@ class Extraction:
         """The scorable submission: `{qid: {"answer", "evidence"}}` in dataset order."""
         return {qid: {"answer": answer, "evidence": "" if self.evidences[qid] is None else self.evidences[qid].text}
                 for qid, answer in self.answers.items()}
-
-
-def read_answers(path: str, questions: list[Question]) -> dict[str, tuple[str, int | None]]:
-    """qid -> (answer, answer_start or None) from a prediction file; each of `questions` must have one."""
-    doc = read_json(path, "prediction file")
-    if not isinstance(doc, dict):
-        raise ExpmrcError(f"{path}: prediction file must be a JSON object mapping question ids to answers")
-    answers: dict[str, tuple[str, int | None]] = {}
-    missing = []
-    for q in questions:
-        if q.qid not in doc:
-            missing.append(q.qid)
-            continue
-        entry = doc[q.qid]
-        start = None
-        if isinstance(entry, dict):
-            if "answer" not in entry:
-                raise ExpmrcError(f"{path}: question {q.qid}: prediction lacks `answer`")
-            start = entry.get("answer_start")
-            if start is not None and (not isinstance(start, int) or isinstance(start, bool)):
-                raise ExpmrcError(f"{path}: question {q.qid}: `answer_start` must be an integer")
-            entry = entry["answer"]
-        if entry is None or isinstance(entry, (list, dict, bool)):
-            raise ExpmrcError(f"{path}: question {q.qid}: the answer must be a string")
-        answers[q.qid] = (str(entry), start)
-    if missing:
-        raise ExpmrcError(f"{path}: no answer for {len(missing)} of {len(questions)} questions "
-                          f"(first: {missing[0]}); give every question an answer")
-    return answers
 
 
 def _queries(questions: list[Question], answers: dict[str, tuple[str, int | None]] | None,

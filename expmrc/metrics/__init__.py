@@ -1,1 +1,7 @@
-"""Metrics: the leaderboard's tokenization and F1, the one implementation every score goes through."""
+"""Metrics: the leaderboard's own and the ones reported beside it, registered by name in `registry`.
+
+Importing the package registers every metric, so `--help`, reports, the signature and the tests
+enumerate them from `expmrc.metrics.registry.METRICS`.
+"""
+
+from expmrc.metrics import leaderboard  # noqa: F401  (each module registers its metrics on import)

@@ -19,7 +19,9 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any, Iterable
 
+from expmrc.data.datasets import SpanQuestion
 from expmrc.errors import ExpmrcError
+from expmrc.metrics.registry import Metric, percent_mean, register
 
 SPECIAL_TOKENS = (
     "-", ":", "_", "*", "^", "/", "\\", "~", "`", "+", "=",
@@ -136,3 +138,37 @@ def exact_match(prediction: Any, references: Iterable[Any]) -> float:
     """1.0 when the normalized tokens of `prediction` equal those of some reference, else 0.0."""
     pred = score_tokens(prediction)
     return float(any(pred == score_tokens(ref) for ref in references))
+
+
+def score_question(question: Any, prediction: Any) -> dict[str, Any]:
+    """The leaderboard's scores of one answered question, with the references that matched best.
+
+    Span subsets: answer F1 (and exact match) against the gold answers; multiple choice: answer 1 when
+    the label equals the gold label exactly. Evidence F1 against the question's evidences (0 when the
+    dataset has none); overall = answer × evidence.
+    """
+    answer, evidence = prediction.answer, prediction.evidence
+    values: dict[str, Any] = {"best_answer_reference": None, "best_evidence_reference": None, "evidence": 0.0}
+    if isinstance(question, SpanQuestion):
+        values["answer"], i = best_f1(answer, question.answers)
+        values["best_answer_reference"] = str(question.answers[i])
+        values["exact"] = exact_match(answer, question.answers)
+    else:
+        values["answer"] = values["exact"] = float(isinstance(answer, str) and answer == question.answer)
+        values["best_answer_reference"] = question.answer
+    if question.evidences is not None:
+        values["evidence"], i = best_f1(evidence, question.evidences)
+        values["best_evidence_reference"] = str(question.evidences[i])
+    values["overall"] = values["answer"] * values["evidence"]
+    return values
+
+
+LEADERBOARD = register(Metric(
+    name="expmrc",
+    summary="the leaderboard's answer F1 (accuracy for multiple choice), evidence F1, overall and answer EM",
+    tasks=("span", "choice"),
+    default_subsets=("squad", "cmrc2018", "race", "c3"),
+    keys=("ALL_F1", "ANS_F1", "EVI_F1", "ANS_EM"),
+    question=score_question,
+    aggregate=percent_mean(("overall", "answer", "evidence", "exact"), ("ALL_F1", "ANS_F1", "EVI_F1", "ANS_EM")),
+))

@@ -134,7 +134,8 @@ class DatasetCache:
 
 def read_run(run_dir: str, datasets: DatasetCache) -> Run:
     """Read and score one run directory; problems become the run's status and note, never an exception."""
-    from expmrc.scoring.scorer import load_predictions, score
+    from expmrc.data.submissions import load_submission
+    from expmrc.scoring.scorer import score
 
     run = Run(run_dir=run_dir, status="unfinished")
     info_path = os.path.join(run_dir, RUN_INFO)
@@ -163,7 +164,7 @@ def read_run(run_dir: str, datasets: DatasetCache) -> Run:
         run.status, run.note = "invalid", f"{info_path}: loss_lambda or rand_seed missing or not a number"
         return run
     try:
-        predictions = load_predictions(os.path.join(run_dir, PREDICTIONS))
+        predictions = load_submission(os.path.join(run_dir, PREDICTIONS))
         dataset = datasets.for_run(run_dir, info.get("predict_file"), set(predictions))
         report = score(dataset, predictions, os.path.join(run_dir, PREDICTIONS))
     except ExpmrcError as exc:

@@ -18,13 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from expmrc import __version__
-from expmrc.data.datasets import ChoiceQuestion, Dataset, SpanQuestion
-from expmrc.data.io import read_json
-from expmrc.errors import ExpmrcError
-from expmrc.metrics.leaderboard import PUNKT_RESOURCE, best_f1, exact_match
-
-SCALAR_TYPES = (str, int, float)  # bool is an int: scored as str(True) == "True", as the leaderboard does
-
+from expmrc.data.datasets import Dataset
+from expmrc.data.submissions import load_submission, parse_prediction
+from expmrc.metrics.leaderboard import LEADERBOARD, PUNKT_RESOURCE
+from expmrc.metrics.registry import Metric
 
 @dataclass
 class QuestionScore:
@@ -39,6 +36,7 @@ class QuestionScore:
     exact: float = 0.0
     best_answer_reference: str | None = None
     best_evidence_reference: str | None = None
+    extra: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra metric -> its values here
 
 
 @dataclass
@@ -51,6 +49,7 @@ class Report:
     subset: str
     questions: list[QuestionScore]
     unknown_ids: list[str] = field(default_factory=list)
+    metrics: list[Metric] = field(default_factory=list)  # the extra metrics computed beside the leaderboard's
 
     @property
     def total(self) -> int:
@@ -112,41 +111,29 @@ class Report:
             "TOTAL": self.total,
             "SKIP": self.skipped,
             "UNKNOWN": len(self.unknown_ids),
+            **{key: _rounded(value) for key, value in self.extra_figures().items()},
             "by_type": self.by_type(),
         }
+
+    def extra_figures(self) -> dict[str, Any]:
+        """The figures of the extra metrics, in the order they were chosen."""
+        figures: dict[str, Any] = {}
+        for metric in self.metrics:
+            figures.update(metric.aggregate([q.extra[metric.name] if q.answered else None for q in self.questions]))
+        return figures
 
     def details(self) -> list[dict[str, Any]]:
         """One record per question, in dataset order, for `--details`."""
         return [asdict(q) for q in self.questions]
 
 
-def load_predictions(path: str) -> dict[str, Any]:
-    """Read a submission file: a JSON object mapping question ids to {"answer", "evidence"} objects."""
-    doc = read_json(path, "prediction file")
-    if not isinstance(doc, dict):
-        raise ExpmrcError(f"{path}: prediction file must be a JSON object mapping question ids to predictions, "
-                          f"got a JSON {type(doc).__name__ if not isinstance(doc, list) else 'array'}")
-    return doc
+def score(dataset: Dataset, predictions: dict[str, Any], prediction_path: str = "",
+          metrics: list[Metric] | None = None) -> Report:
+    """Score `predictions` (a parsed submission) on `dataset`; see the module docstring for the rules.
 
-
-def _checked_entry(path: str, qid: str, entry: Any) -> tuple[Any, Any]:
-    """The (answer, evidence) of one prediction, refusing shapes the leaderboard would crash on."""
-    if not isinstance(entry, dict):
-        raise ExpmrcError(f"{path}: question {qid}: prediction must be an object with `answer` and `evidence`")
-    for key in ("answer", "evidence"):
-        if key not in entry:
-            raise ExpmrcError(f"{path}: question {qid}: prediction lacks `{key}`")
-        value = entry[key]
-        if value is None:
-            raise ExpmrcError(f"{path}: question {qid}: `{key}` is null")
-        if not isinstance(value, SCALAR_TYPES):
-            raise ExpmrcError(f"{path}: question {qid}: `{key}` must be a string (numbers are scored as text), "
-                              f"got a JSON {'array' if isinstance(value, list) else 'object'}")
-    return entry["answer"], entry["evidence"]
-
-
-def score(dataset: Dataset, predictions: dict[str, Any], prediction_path: str = "") -> Report:
-    """Score `predictions` (a parsed submission) on `dataset`; see the module docstring for the rules."""
+    `metrics` are the extra registered metrics to compute beside the leaderboard's (default: none).
+    """
+    metrics = metrics or []
     known = set()
     results = []
     for question in dataset.questions:
@@ -155,28 +142,25 @@ def score(dataset: Dataset, predictions: dict[str, Any], prediction_path: str = 
         if question.qid not in predictions:
             results.append(QuestionScore(id=question.qid, type=qtype, answered=False))
             continue
-        answer, evidence = _checked_entry(prediction_path, question.qid, predictions[question.qid])
-        result = QuestionScore(id=question.qid, type=qtype, answered=True)
-        if isinstance(question, SpanQuestion):
-            result.answer, i = best_f1(answer, question.answers)
-            result.best_answer_reference = str(question.answers[i])
-            result.exact = exact_match(answer, question.answers)
-        else:
-            result.answer = float(isinstance(answer, str) and answer == question.answer)
-            result.exact = result.answer
-            result.best_answer_reference = question.answer
-        if question.evidences is not None:
-            result.evidence, i = best_f1(evidence, question.evidences)
-            result.best_evidence_reference = str(question.evidences[i])
-        result.overall = result.answer * result.evidence
+        prediction = parse_prediction(prediction_path, question.qid, predictions[question.qid])
+        values = LEADERBOARD.question(question, prediction)
+        result = QuestionScore(id=question.qid, type=qtype, answered=True, answer=values["answer"],
+                               evidence=values["evidence"], overall=values["overall"], exact=values["exact"],
+                               best_answer_reference=values["best_answer_reference"],
+                               best_evidence_reference=values["best_evidence_reference"])
+        result.extra = {m.name: m.question(question, prediction) for m in metrics}
         results.append(result)
     unknown = [qid for qid in predictions if qid not in known]
-    return Report(dataset.path, prediction_path, dataset.version, dataset.subset, results, unknown)
+    return Report(dataset.path, prediction_path, dataset.version, dataset.subset, results, unknown, metrics)
 
 
-def score_files(dataset: Dataset, prediction_path: str) -> Report:
+def score_files(dataset: Dataset, prediction_path: str, metrics: list[Metric] | None = None) -> Report:
     """Load a submission file and score it on `dataset`."""
-    return score(dataset, load_predictions(prediction_path), prediction_path)
+    return score(dataset, load_submission(prediction_path), prediction_path, metrics)
+
+
+def _rounded(value: Any) -> Any:
+    return round(value, 3) if isinstance(value, float) else value
 
 
 def warn_about(report: Report, stream=sys.stderr) -> None:

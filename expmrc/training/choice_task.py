@@ -71,7 +71,8 @@ def choice_features(args: argparse.Namespace, path: str, cache_path: str, tokeni
 
 def run_choice(argv: list[str] | None = None) -> int:
     """Parse the flags and run the multiple-choice baseline; returns the exit status."""
-    from expmrc.decoding.choice import decode_choice_predictions, write_choice_outputs
+    from expmrc.data.submissions import write_predictions
+    from expmrc.decoding.choice import decode_choice_predictions
     from expmrc.features.choice import ChoiceDataset, collate_choice
     from expmrc.models.choice import ChoiceModel
 
@@ -89,6 +90,6 @@ def run_choice(argv: list[str] | None = None) -> int:
         pooling=True,
         heads="option",
         decode=decode,
-        write_outputs=write_choice_outputs,
+        write_outputs=write_predictions,
     )
     return run_baseline(task, argv)

@@ -66,7 +66,8 @@ def span_features(args: argparse.Namespace, path: str, cache_path: str, tokenize
 
 def run_span(argv: list[str] | None = None) -> int:
     """Parse the flags and run the span-extraction baseline; returns the exit status."""
-    from expmrc.decoding.span import decode_span_predictions, write_span_outputs
+    from expmrc.data.submissions import write_predictions
+    from expmrc.decoding.span import decode_span_predictions
     from expmrc.features.span import SpanDataset, collate_span
     from expmrc.models.span import SpanModel
 
@@ -85,6 +86,6 @@ def run_span(argv: list[str] | None = None) -> int:
         pooling=False,
         heads="answer",
         decode=decode,
-        write_outputs=write_span_outputs,
+        write_outputs=write_predictions,
     )
     return run_baseline(task, argv)

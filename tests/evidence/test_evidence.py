@@ -11,7 +11,8 @@ from expmrc.data.datasets import load_dataset
 from expmrc.errors import ExpmrcError
 from expmrc.evidence.baselines import (Query, best_run, f1_counts, gold_answer_sentence, gold_evidence_sentence, make_query,
                              most_similar, most_similar_question, answer_sentence, prepare_passage)
-from expmrc.evidence.extract import build_method, extract, read_answers, split_halves
+from expmrc.data.submissions import read_answers
+from expmrc.evidence.extract import build_method, extract, split_halves
 from expmrc.metrics.leaderboard import score_tokens, token_f1
 
 pytestmark = needs_punkt
@@ -163,7 +164,7 @@ def test_sentence_encoder_ranks_a_paraphrase_above_an_unrelated_sentence():
 def test_predicted_answers_are_explained_and_fallbacks_reported(span_set, write_json):
     path = write_json("pred.json", {"q1": {"answer": "Melbourne", "answer_start": SECOND, "evidence": ""},
                                     "q2": "Brisbane"})
-    answers = read_answers(path, span_set.questions)
+    answers = read_answers(path, [q.qid for q in span_set.questions])
     extraction = extract(span_set, build_method("answer-sentence", span_set), answers, progress=False)
     assert extraction.submission()["q1"] == {"answer": "Melbourne", "evidence": passage_sentence(1)}
     assert extraction.answers["q2"] == "Brisbane"
@@ -176,14 +177,14 @@ def passage_sentence(i):
 
 def test_bad_answers_are_one_clear_error(span_set, choice_set, write_json):
     with pytest.raises(ExpmrcError, match=r"missing\.json: no answer for 1 of 2 questions \(first: q2\)"):
-        read_answers(write_json("missing.json", {"q1": "x"}), span_set.questions)
+        read_answers(write_json("missing.json", {"q1": "x"}), [q.qid for q in span_set.questions])
     bad = write_json("bad.json", {"p1-0": "E", "p1-1": "A"})
     with pytest.raises(ExpmrcError, match=r"bad\.json: 1 question\(s\) name an option outside their list, "
                                           r"first: p1-0 \('E' of 4 options\)"):
-        extract(choice_set, build_method("most-similar", choice_set), read_answers(bad, choice_set.questions),
+        extract(choice_set, build_method("most-similar", choice_set), read_answers(bad, [q.qid for q in choice_set.questions]),
                 answers_path=bad, progress=False)
     with pytest.raises(ExpmrcError, match="answer must be a string"):
-        read_answers(write_json("list.json", {"q1": ["x"], "q2": "y"}), span_set.questions)
+        read_answers(write_json("list.json", {"q1": ["x"], "q2": "y"}), [q.qid for q in span_set.questions])
     with pytest.raises(ExpmrcError, match="unknown evidence method 'nope'; choose one of"):
         build_method("nope", span_set)
     with pytest.raises(ExpmrcError, match="answer-sentence needs a span subset"):

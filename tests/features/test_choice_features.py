@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from helpers.choice_tiny import question, tiny_encoder, tokenizer
-from expmrc.decoding.choice import decode_choice_predictions, write_choice_outputs
+from expmrc.data.submissions import write_predictions
+from expmrc.decoding.choice import decode_choice_predictions
 from expmrc.features.choice import (
     IGNORE,
     build_choice_features,
@@ -232,7 +233,7 @@ def test_decoding_combines_windows_and_cuts_evidence_from_the_original_text(tok,
     short, _ = decode_choice_predictions([q], features, outputs, max_evidence_length=2)
     assert short["p10-0"]["evidence"] != "A dog ran."
 
-    write_choice_outputs(str(tmp_path), predictions, nbest)
+    write_predictions(str(tmp_path), predictions, nbest)
     assert json.loads((tmp_path / "dev_predictions.json").read_text(encoding="utf-8")) == predictions
     assert set(json.loads((tmp_path / "dev_nbest.json").read_text(encoding="utf-8"))) == {"p10-0"}
 

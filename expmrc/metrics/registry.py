@@ -1,0 +1,96 @@
+"""The metric registry, by name: `--help`, reports, the signature and the tests enumerate them from here.
+
+A metric scores one answered question at a time (`question`: the dataset's question and the
+submission's `Prediction` -> named values, None where a value is not defined for that question) and
+then the whole dataset (`aggregate`: the per-question values in dataset order, None for a question the
+submission left out -> the named figures). `expmrc` is the leaderboard's own metric; the others add
+figures beside it and never change it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from expmrc.errors import ExpmrcError
+
+Values = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named metric: what it applies to, what it reports, and how it scores."""
+
+    name: str
+    summary: str  # one line, for --help and reports
+    tasks: tuple[str, ...]  # the task kinds it applies to: "span", "choice"
+    default_subsets: tuple[str, ...]  # subsets it is computed for unless the user chooses otherwise
+    keys: tuple[str, ...]  # the figures `aggregate` returns, in the order reports show them
+    question: Callable[[Any, Any], Values]  # (question, prediction) -> values
+    aggregate: Callable[[Sequence[Values | None]], Values]  # values in dataset order -> figures
+    needs: str = ""  # what the dataset must hold for the metric ("answers", "evidences"), checked by `select`
+
+
+METRICS: dict[str, Metric] = {}
+
+
+def register(metric: Metric) -> Metric:
+    """Add a metric to the registry (names are unique)."""
+    if metric.name in METRICS:
+        raise ValueError(f"metric {metric.name!r} is registered twice")
+    METRICS[metric.name] = metric
+    return metric
+
+
+def percent_mean(keys: Sequence[str], out: Sequence[str] | None = None) -> Callable[[Sequence[Values | None]], Values]:
+    """An aggregate: 100 × the sum of each key over the answered questions (dataset order) / all questions.
+
+    A question left out of the submission counts 0, as in the official scripts; `out` renames the keys.
+    """
+    names = tuple(out or keys)
+
+    def aggregate(values: Sequence[Values | None]) -> Values:
+        totals = {key: 0 for key in keys}
+        for value in values:
+            if value is not None:
+                for key in keys:
+                    totals[key] += value[key]
+        return {name: 100.0 * totals[key] / len(values) if values else 0.0 for key, name in zip(keys, names)}
+
+    return aggregate
+
+
+def available(task: str) -> list[Metric]:
+    """The registered metrics for a task kind, in registration order."""
+    return [m for m in METRICS.values() if task in m.tasks]
+
+
+def select(names: str | None, dataset: Any) -> list[Metric]:
+    """The extra metrics to compute on `dataset`: the ones named (comma-separated), else its defaults.
+
+    `expmrc` itself is always computed by the scorer and is not returned here.
+    """
+    if names is None:
+        return [m for name, m in METRICS.items() if name != "expmrc" and dataset.subset in m.default_subsets
+                and dataset.kind in m.tasks and _has(dataset, m.needs)]
+    chosen = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        if name not in METRICS or name == "expmrc":
+            known = ", ".join(n for n in METRICS if n != "expmrc")
+            raise ExpmrcError(f"unknown metric {name!r}; choose from {known}")
+        metric = METRICS[name]
+        if dataset.kind not in metric.tasks:
+            raise ExpmrcError(f"{dataset.path}: metric {name} applies to {' and '.join(metric.tasks)} data, "
+                              f"this is {dataset.subset} ({dataset.kind})")
+        if not _has(dataset, metric.needs):
+            raise ExpmrcError(f"{dataset.path}: metric {name} needs gold {metric.needs}, which this dataset lacks")
+        chosen.append(metric)
+    return chosen
+
+
+def _has(dataset: Any, needs: str) -> bool:
+    if needs == "evidences":
+        return any(q.evidences is not None for q in dataset.questions)
+    if needs == "answers":
+        return all(getattr(q, "answers", None) or getattr(q, "answer", None) for q in dataset.questions)
+    return True
