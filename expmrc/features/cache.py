@@ -1,25 +1,28 @@
-"""Feature caches (the original `--train_tfrecord`/`--predict_tfrecord` paths): build once, reuse while valid.
+"""Feature caches (the original `--train_tfrecord`/`--predict_tfrecord` paths): built once, reused while valid.
 
-A cache is keyed by a hash of the tokenizer (its vocabulary and normalization settings), the feature
-settings (lengths, strides, task) and the SHA-256 of the data file. When any of them changes the
-key no longer matches and the features are rebuilt and the file replaced atomically. The main
-process builds; the others wait for it and read the file.
+A cache file holds a `FeatureTable`'s flat arrays (safetensors) with its task, its feature report and
+its key: a hash of the tokenizer (its whole serialized pipeline), the feature settings and the
+SHA-256 of the data file. When any of them changes the key no longer matches, and the features are
+rebuilt and the file replaced atomically. The main process builds; the others wait for it and read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
-import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import load_file, save_file
 
 from expmrc.errors import ExpmrcError
+from expmrc.features.windows import FeatureReport, FeatureTable
 
-CACHE_FORMAT = 1
+logger = logging.getLogger(__name__)
+CACHE_FORMAT = 2
 
 
 def file_sha256(path: str) -> str:
@@ -35,17 +38,14 @@ def file_sha256(path: str) -> str:
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:
-    """A hash of everything in a tokenizer that changes its output: vocabulary, class and normalization."""
-    vocab = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+    """A hash of everything in a fast tokenizer that changes its output: its serialized pipeline and class."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    normalizer = backend.normalizer.__getstate__() if backend is not None and backend.normalizer else b""
-    parts = {
-        "class": type(tokenizer).__name__,
-        "vocab": hashlib.sha256(json.dumps(vocab, ensure_ascii=False).encode("utf-8")).hexdigest(),
-        "normalizer": normalizer.decode("utf-8", "replace") if isinstance(normalizer, bytes) else str(normalizer),
-        "do_lower_case": getattr(tokenizer, "do_lower_case", None),
-    }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()
+    if backend is not None:  # truncation and padding are call settings the last encoding left behind
+        pipeline = {k: v for k, v in json.loads(backend.to_str()).items() if k not in ("truncation", "padding")}
+        serialized = json.dumps(pipeline, sort_keys=True)
+    else:
+        serialized = json.dumps(sorted(tokenizer.get_vocab().items()))
+    return hashlib.sha256(f"{type(tokenizer).__name__}\n{serialized}".encode("utf-8")).hexdigest()
 
 
 def cache_key(tokenizer: Any, settings: dict[str, Any], data_file: str) -> str:
@@ -55,54 +55,50 @@ def cache_key(tokenizer: Any, settings: dict[str, Any], data_file: str) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def read_cache(path: str, key: str) -> Any | None:
-    """The cached payload if `path` holds one with this key, else None (missing, stale or unreadable)."""
+def read_cache(path: str, key: str) -> tuple[FeatureTable, FeatureReport] | None:
+    """The cached features if `path` holds them under this key, else None (missing, stale or unreadable)."""
     if not os.path.isfile(path):
         return None
     try:
-        stored = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:  # a truncated or foreign file is simply rebuilt
+        with safe_open(path, framework="numpy") as handle:
+            meta = handle.metadata() or {}
+        if meta.get("key") != key:
+            return None
+        arrays = load_file(path)
+        return FeatureTable(meta["task"], arrays), FeatureReport.from_dict(json.loads(meta["report"]))
+    except (SafetensorError, OSError, ValueError, KeyError):  # a truncated or foreign file is simply rebuilt
         return None
-    if not isinstance(stored, dict) or stored.get("key") != key:
-        return None
-    return stored["payload"]
 
 
-def write_cache(path: str, key: str, payload: Any) -> None:
-    """Write a cache file atomically (temporary file, then rename)."""
+def write_cache(path: str, key: str, table: FeatureTable, report: FeatureReport) -> None:
+    """Write a cache file atomically (a temporary file beside it, then a rename)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
     try:
-        torch.save({"key": key, "payload": payload}, tmp)
+        save_file(table.arrays, str(tmp), metadata={"key": key, "task": table.task,
+                                                    "report": json.dumps(report.as_dict())})
         os.replace(tmp, target)
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
-def cached(path: str, key: str, build: Callable[[], Any], accelerator: Any = None,
-           encode: Callable[[Any], Any] = lambda x: x, decode: Callable[[Any], Any] = lambda x: x) -> tuple[Any, str]:
-    """`build()`'s result, from `path` when its key matches; returns (value, "reused" | "built").
-
-    `encode`/`decode` turn the value into plain containers and tensors (what a safe load reads) and back.
-    """
+def cached_features(path: str, key: str, build: Callable[[], tuple[FeatureTable, FeatureReport]],
+                    accelerator: Any = None) -> tuple[FeatureTable, FeatureReport]:
+    """`build()`'s features, from `path` when its key matches; the main process builds and writes."""
     is_main = accelerator is None or accelerator.is_main_process
-    if is_main:
-        payload = read_cache(path, key)
-        if payload is None:
-            value = build()
-            write_cache(path, key, encode(value))
-            status = "built"
-        else:
-            value, status = decode(payload), "reused"
+    found = read_cache(path, key) if is_main else None
+    if is_main and found is None:
+        found = build()
+        write_cache(path, key, *found)
+        logger.info(f"features built and cached in {path}")
+    elif is_main:
+        logger.info(f"features reused from {path}")
     if accelerator is not None:
         accelerator.wait_for_everyone()
     if not is_main:
-        payload = read_cache(path, key)
-        if payload is None:
+        found = read_cache(path, key)
+        if found is None:
             raise ExpmrcError(f"{path}: feature cache written by the main process cannot be read here")
-        value, status = decode(payload), "reused"
-    if is_main:
-        print(f"features {'reused from' if status == 'reused' else 'built and cached in'} {path}", file=sys.stderr)
-    return value, status
+    return found

@@ -1,51 +1,169 @@
-"""Loading a BERT-architecture encoder and its WordPiece tokenizer from wherever the user keeps it.
+"""Where an encoder comes from, resolved into one `ModelSource`, and the task model the library builds on it.
 
-Three sources, as the original scripts and Hugging Face users have them:
-- `--model_name_or_path DIR`: a Hugging Face folder (config.json, vocab.txt or tokenizer.json,
-  model.safetensors or pytorch_model.bin), including folders this project's training writes;
-- `--bert_config_file --vocab_file --init_checkpoint`: an original release, where the checkpoint is
-  a TensorFlow prefix (`bert_model.ckpt`, read by `expmrc.models.tf_checkpoint`), a PyTorch/safetensors
-  weights file, or a Hugging Face folder;
-- the config and vocabulary alone (no checkpoint): random weights, for tests and benchmarks.
-Weights are matched to `transformers.BertModel` names; whatever else the file holds (pre-training
-heads, or the task heads of a fine-tuned folder) is reported and handed back in `extra_state`.
+Sources, as researchers keep their models:
+- `--model_name_or_path` a local folder, or a Hugging Face Hub id (downloaded and cached by
+  `huggingface_hub`; with `HF_HUB_OFFLINE=1` only what is cached): any architecture the Auto classes
+  know (BERT, RoBERTa, ELECTRA, DeBERTa-v2/v3, XLM-RoBERTa, ...), config and fast tokenizer from the
+  same place, weights by `from_pretrained`;
+- the original release's three flags, `--bert_config_file`, `--vocab_file` and `--init_checkpoint`:
+  a BERT config, a WordPiece vocabulary, and weights from a TensorFlow checkpoint prefix (read without
+  TensorFlow by `expmrc.models.tf_checkpoint`), a safetensors or PyTorch file, or a Hugging Face
+  folder; without `--init_checkpoint`, random weights.
+Every source ends in the same place: a config, a fast tokenizer (character offsets are needed) and
+weights that `from_pretrained` loads into the task model, whose loading report is the library's own.
+
+Casing comes from the tokenizer. A Hugging Face tokenizer keeps its own, and a `--do_lower_case`
+that contradicts it is ignored with a warning; an original vocabulary is read as `--do_lower_case`
+says, with a warning when that cannot be right (False with an uncased vocabulary).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from expmrc.errors import ExpmrcError
+import torch
+import transformers
+from safetensors.torch import load_file
+from transformers import AutoConfig, AutoTokenizer, PretrainedConfig
+from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
+from expmrc.errors import ExpmrcError
+from expmrc.models.tf_checkpoint import bert_tokenizer_from_vocab, load_tf_bert_state_dict, read_bert_config
+
+logger = logging.getLogger(__name__)
+HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-ENCODER_PREFIXES = ("bert.", "model.", "encoder_model.")
-# Buffers that older checkpoints store but current BertModel recomputes; never worth reporting.
-_IGNORED_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
+
+transformers.logging.set_verbosity_error()  # our one-line loading report replaces the library's table
+transformers.utils.logging.disable_progress_bar()
 
 
 @dataclass
 class ModelSource:
-    """Where the config, vocabulary and weights of an encoder are, resolved from the flags."""
+    """A resolved model: what to record, its config and tokenizer, and its weights."""
 
-    config_file: str
-    vocab_file: str | None  # None: the folder has tokenizer.json only
-    tokenizer_dir: str | None
-    weights: str | None  # file, TensorFlow prefix, or None for random weights
-    weights_kind: str  # "safetensors" | "torch" | "tf" | "none"
-    description: str  # what to write into run_info.json as the model
+    name: str  # what run_info.json records as the model
+    config: PretrainedConfig
+    tokenizer: Any
+    weights: str | dict[str, torch.Tensor] | None  # folder or Hub id, an in-memory state dict, or None (random)
+    note: str = ""  # what reading the weights reported (the TensorFlow reader's summary)
+
+
+def lowercases(tokenizer: Any) -> bool:
+    """Whether a fast tokenizer lowercases its input (read off its normalizer)."""
+    normalizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "normalizer", None)
+    return normalizer is not None and normalizer.normalize_str("A") == "a"
+
+
+def resolve_source(model_name_or_path: str | None = None, bert_config_file: str | None = None,
+                   vocab_file: str | None = None, init_checkpoint: str | None = None,
+                   do_lower_case: bool | None = None) -> ModelSource:
+    """The model the flags name, checked in one line each: see the module docstring."""
+    if model_name_or_path:
+        if bert_config_file or vocab_file:
+            raise ExpmrcError("give either --model_name_or_path or --bert_config_file/--vocab_file, not both")
+        source = _pretrained(model_name_or_path)
+        if init_checkpoint:
+            source.weights, source.note = _checkpoint_weights(init_checkpoint, source.config)
+            source.name = init_checkpoint
+        if do_lower_case is not None and do_lower_case != lowercases(source.tokenizer):
+            logger.warning(f"warning: --do_lower_case {do_lower_case} ignored: the tokenizer of {model_name_or_path} "
+                           f"{'lowercases' if lowercases(source.tokenizer) else 'keeps case'}, and its vocabulary "
+                           "was built that way")
+        return source
+    if not bert_config_file or not vocab_file:
+        raise ExpmrcError("no model given: pass --model_name_or_path (a folder or a Hub id), or --bert_config_file "
+                          "and --vocab_file (with --init_checkpoint for pretrained weights)")
+    for path, flag in ((bert_config_file, "--bert_config_file"), (vocab_file, "--vocab_file")):
+        if not Path(path).is_file():
+            raise ExpmrcError(f"{path}: file given as {flag} not found")
+    config = read_bert_config(bert_config_file)
+    lower = True if do_lower_case is None else do_lower_case
+    tokenizer = bert_tokenizer_from_vocab(vocab_file, lower, config.max_position_embeddings)
+    if len(tokenizer) > config.vocab_size:
+        raise ExpmrcError(f"{vocab_file}: vocabulary has {len(tokenizer)} tokens but {bert_config_file} says "
+                          f"vocab_size {config.vocab_size}")
+    if not lower and not any(t.lower() != t for t in tokenizer.get_vocab() if not (t[:1] == "[" and t[-1:] == "]")):
+        logger.warning(f"warning: {vocab_file} is uncased (no word has an upper-case letter) but --do_lower_case "
+                       "is False: every capitalised word will be an unknown token; pass --do_lower_case True")
+    weights, note = _checkpoint_weights(init_checkpoint, config) if init_checkpoint else (None, "")
+    return ModelSource(init_checkpoint or bert_config_file, config, tokenizer, weights, note)
+
+
+def _pretrained(name: str) -> ModelSource:
+    """Config and tokenizer of a folder or Hub id; the weights are loaded later by `from_pretrained`."""
+    local = Path(name).is_dir()
+    if not local and (not HUB_ID.match(name) or Path(name).exists() or name.startswith((".", "~"))):
+        raise ExpmrcError(f"{name}: model folder not found (--model_name_or_path takes a folder or a Hub id)")
+    try:
+        config = AutoConfig.from_pretrained(name)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ExpmrcError(_load_error(name, local, "config", exc)) from None
+    if type(config) not in MODEL_MAPPING:
+        raise ExpmrcError(f"{name}: model_type {config.model_type!r} has no encoder in transformers' AutoModel")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ExpmrcError(_load_error(name, local, "tokenizer", exc)) from None
+    if not getattr(tokenizer, "is_fast", False):
+        raise ExpmrcError(f"{name}: its tokenizer ({type(tokenizer).__name__}) has no fast version, so no character "
+                          "offsets; answers and evidence cannot be mapped back to the passage")
+    if local and not any((Path(name) / f).is_file() for f in WEIGHT_FILES) and \
+            not any(Path(name).glob("model*.safetensors")):
+        raise ExpmrcError(f"{name}: model folder has no {WEIGHT_FILES[0]} (nor {WEIGHT_FILES[1]})")
+    return ModelSource(name, config, tokenizer, name)
+
+
+def _load_error(name: str, local: bool, what: str, exc: Exception) -> str:
+    """One line for a folder or Hub id whose config or tokenizer cannot be read."""
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if local:
+        return f"{name}: cannot read the model's {what} ({reason})"
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        return (f"{name}: not a local folder, and not in the Hugging Face cache while HF_HUB_OFFLINE is set; "
+                "download it once with the network on, or give a folder")
+    return f"{name}: not a local folder, and the Hugging Face Hub cannot give it ({reason})"
+
+
+def _checkpoint_weights(init_checkpoint: str, config: PretrainedConfig) -> tuple[str | dict, str]:
+    """The weights `--init_checkpoint` names: a folder (loaded by from_pretrained), or a state dict read from a
+    TensorFlow prefix, a safetensors or a PyTorch file; and what reading it reported."""
+    path = Path(init_checkpoint)
+    if path.is_dir():
+        return str(path), ""
+    if path.suffix == ".index" or (not path.exists() and Path(f"{init_checkpoint}.index").is_file()):
+        prefix = str(path.with_suffix("")) if path.suffix == ".index" else init_checkpoint
+        state, report = load_tf_bert_state_dict(prefix, config)
+        return state, report.summary()
+    if not path.is_file():
+        raise ExpmrcError(f"{init_checkpoint}: --init_checkpoint not found (expected a TensorFlow prefix with "
+                          f"{path.name}.index beside it, a weights file, or a model folder)")
+    try:
+        if path.suffix == ".safetensors":
+            return load_file(str(path)), ""
+        state = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as exc:  # safetensors, pickle and zip errors vary by version
+        raise ExpmrcError(f"{init_checkpoint}: cannot read the weights ({str(exc).splitlines()[0]})") from None
+    if isinstance(state, dict) and isinstance(state.get("model"), dict):
+        state = state["model"]
+    if not isinstance(state, dict):
+        raise ExpmrcError(f"{init_checkpoint}: does not hold a state dict")
+    return state, ""
 
 
 @dataclass
 class LoadReport:
-    """What loading matched: encoder weights the file lacked, and file entries the encoder did not use."""
+    """What `from_pretrained` reported: weights the checkpoint lacked (left to initialisation) and entries unused."""
 
-    missing: list[str] = field(default_factory=list)
-    unused: list[str] = field(default_factory=list)
-    converter_note: str = ""  # what the TensorFlow checkpoint reader reported, if one was read
+    missing: list[str]
+    unused: list[str]
+    note: str = ""
 
     def summary(self) -> str:
         """One line for the log."""
@@ -54,282 +172,44 @@ class LoadReport:
 
         parts = []
         if self.missing:
-            parts.append(f"{len(self.missing)} encoder weights not in the checkpoint (left random): {names(self.missing)}")
+            parts.append(f"{len(self.missing)} weights initialised, not in the checkpoint: {names(self.missing)}")
         if self.unused:
-            parts.append(f"{len(self.unused)} checkpoint entries not used by the encoder: {names(self.unused)}")
-        if self.converter_note:
-            parts.append(f"TensorFlow checkpoint: {self.converter_note}")
-        return "; ".join(parts) if parts else "every encoder weight loaded, nothing left over"
+            parts.append(f"{len(self.unused)} checkpoint entries unused: {names(self.unused)}")
+        if self.note:
+            parts.append(self.note)
+        return "; ".join(parts) if parts else "every weight loaded, nothing left over"
 
 
-@dataclass
-class Encoder:
-    """A loaded encoder: the BertModel, its tokenizer and config, and checkpoint entries beyond the encoder."""
+def load_task_model(model_class: type, source: ModelSource) -> tuple[Any, LoadReport]:
+    """The task model on the source's weights (heads initialised where the checkpoint has none).
 
-    model: Any  # transformers.BertModel
-    tokenizer: Any  # transformers.BertTokenizer (fast, with offsets)
-    config: Any  # transformers.BertConfig
-    source: ModelSource
-    report: LoadReport
-    extra_state: dict[str, Any] = field(default_factory=dict)  # e.g. answer_head.weight of a fine-tuned folder
-
-
-def resolve_model_source(
-    model_name_or_path: str | None = None,
-    bert_config_file: str | None = None,
-    vocab_file: str | None = None,
-    init_checkpoint: str | None = None,
-) -> ModelSource:
-    """Check the flags name a complete model, and say in one line which file is missing if not."""
-    if model_name_or_path:
-        if bert_config_file or vocab_file:
-            raise ExpmrcError("give either --model_name_or_path or --bert_config_file/--vocab_file, not both")
-        folder = Path(model_name_or_path)
-        if not folder.is_dir():
-            raise ExpmrcError(f"{model_name_or_path}: model folder not found (--model_name_or_path must be a local folder)")
-        config_file = folder / "config.json"
-        if not config_file.is_file():
-            raise ExpmrcError(f"{model_name_or_path}: model folder has no config.json")
-        vocab, tokenizer_dir = _folder_vocab(folder)
-        if init_checkpoint:
-            weights, kind = _checkpoint_weights(init_checkpoint)
-        else:
-            weights, kind = _folder_weights(folder)
-        return ModelSource(str(config_file), vocab, tokenizer_dir, weights, kind, str(model_name_or_path))
-    if not bert_config_file or not vocab_file:
-        raise ExpmrcError(
-            "no model given: pass --model_name_or_path DIR, or --bert_config_file and --vocab_file "
-            "(with --init_checkpoint for pretrained weights)"
-        )
-    for path, flag in ((bert_config_file, "--bert_config_file"), (vocab_file, "--vocab_file")):
-        if not Path(path).is_file():
-            raise ExpmrcError(f"{path}: file given as {flag} not found")
-    weights, kind = _checkpoint_weights(init_checkpoint) if init_checkpoint else (None, "none")
-    return ModelSource(bert_config_file, vocab_file, None, weights, kind, init_checkpoint or bert_config_file)
-
-
-def _folder_vocab(folder: Path) -> tuple[str | None, str | None]:
-    if (folder / "vocab.txt").is_file():
-        return str(folder / "vocab.txt"), None
-    if (folder / "tokenizer.json").is_file():
-        return None, str(folder)
-    raise ExpmrcError(f"{folder}: model folder has no vocab.txt (nor tokenizer.json)")
-
-
-def _folder_weights(folder: Path) -> tuple[str, str]:
-    for name in WEIGHT_FILES:
-        if (folder / name).is_file():
-            return str(folder / name), "safetensors" if name.endswith(".safetensors") else "torch"
-    raise ExpmrcError(f"{folder}: model folder has no {WEIGHT_FILES[0]} (nor {WEIGHT_FILES[1]})")
-
-
-def _checkpoint_weights(init_checkpoint: str) -> tuple[str, str]:
-    path = Path(init_checkpoint)
-    if path.is_dir():
-        return _folder_weights(path)
-    if path.is_file():
-        if path.suffix == ".safetensors":
-            return str(path), "safetensors"
-        if path.suffix == ".index":  # the user named the index file of a TensorFlow checkpoint
-            return str(path.with_suffix("")), "tf"
-        return str(path), "torch"
-    if Path(f"{init_checkpoint}.index").is_file():
-        return init_checkpoint, "tf"
-    raise ExpmrcError(
-        f"{init_checkpoint}: --init_checkpoint not found (expected a TensorFlow prefix with "
-        f"{path.name}.index beside it, a weights file, or a model folder)"
-    )
-
-
-def load_bert_config(source: ModelSource) -> Any:
-    """The BertConfig of a source; original `bert_config.json` files read the same way as HF ones."""
-    from transformers import BertConfig
-
-    try:
-        raw = json.loads(Path(source.config_file).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ExpmrcError(f"{source.config_file}: cannot read the model config ({exc})") from None
-    if not isinstance(raw, dict):
-        raise ExpmrcError(f"{source.config_file}: model config must be a JSON object")
-    for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"):
-        if key not in raw:
-            raise ExpmrcError(f"{source.config_file}: model config lacks `{key}`")
-    model_type = raw.get("model_type", "bert")
-    if model_type != "bert":
-        raise ExpmrcError(f"{source.config_file}: model_type {model_type!r} is not a BERT-architecture model")
-    known = {k: v for k, v in raw.items() if k not in ("architectures", "model_type", "transformers_version")}
-    return BertConfig(**known)
-
-
-def load_tokenizer(source: ModelSource, do_lower_case: bool | None = None) -> Any:
-    """A fast WordPiece tokenizer (character offsets need it); `do_lower_case` None takes the folder's setting."""
-    from transformers import BertTokenizer
-
-    if source.vocab_file is None:
-        kwargs = {} if do_lower_case is None else {"do_lower_case": do_lower_case}
-        return BertTokenizer.from_pretrained(source.tokenizer_dir, **kwargs)
-    if do_lower_case is None:
-        do_lower_case = _folder_lower_case(Path(source.vocab_file).parent)
-    vocab = read_vocab(source.vocab_file)
-    for token in ("[PAD]", "[UNK]", "[CLS]", "[SEP]"):
-        if token not in vocab:
-            raise ExpmrcError(f"{source.vocab_file}: vocabulary lacks the special token {token}")
-    return BertTokenizer(vocab=vocab, do_lower_case=do_lower_case)
-
-
-def _folder_lower_case(folder: Path) -> bool:
-    """The folder's tokenizer_config.json `do_lower_case`, defaulting to True like the original flags."""
-    config = folder / "tokenizer_config.json"
-    if config.is_file():
-        try:
-            value = json.loads(config.read_text(encoding="utf-8")).get("do_lower_case", True)
-            return bool(value)
-        except (OSError, json.JSONDecodeError, AttributeError):
-            return True
-    return True
-
-
-def read_vocab(path: str) -> dict[str, int]:
-    """A BERT vocab.txt as token -> id, as the original `load_vocab` reads it; every vocab.txt is read here.
-
-    The id is the line number (a line ends at a newline character only), the token the line stripped of
-    surrounding whitespace; a token listed twice keeps the id of its last line, as later lines overwrite.
+    A folder written for the other task, or weights whose shapes do not fit, are refused in one line.
     """
+    recorded = getattr(source.config, "expmrc", None)
+    if isinstance(recorded, dict) and recorded.get("task") not in (None, model_class.task):
+        raise ExpmrcError(f"{source.name}: a fine-tuned {recorded.get('task')} model; this script trains and "
+                          f"predicts {model_class.task}")
+    if source.weights is None:
+        model = model_class(source.config)
+        return model, LoadReport([], [], "random weights (no --init_checkpoint)")
+    folder = source.weights if isinstance(source.weights, str) else None
+    state = None if folder else source.weights
     try:
-        with open(path, encoding="utf-8", newline="\n") as handle:
-            tokens = [line.strip() for line in handle]
-    except FileNotFoundError:
-        raise ExpmrcError(f"{path}: vocabulary file not found") from None
-    except OSError as exc:
-        raise ExpmrcError(f"{path}: cannot read the vocabulary ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise ExpmrcError(f"{path}: vocabulary file is not UTF-8 text") from None
-    if not tokens:
-        raise ExpmrcError(f"{path}: vocabulary file is empty")
-    return {token: index for index, token in enumerate(tokens)}
+        model, info = model_class.from_pretrained(folder, config=source.config, state_dict=state,
+                                                  output_loading_info=True)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise ExpmrcError(f"{source.name}: the weights do not fit a {model_class.task} model of this config "
+                          f"({str(exc).strip().splitlines()[0]})") from None
+    if info.get("mismatched_keys"):
+        raise ExpmrcError(f"{source.name}: weights of the wrong shape for this config: "
+                          f"{', '.join(sorted(map(str, info['mismatched_keys']))[:5])}")
+    return model, LoadReport(sorted(info.get("missing_keys", ())), sorted(info.get("unexpected_keys", ())), source.note)
 
 
-def read_weights(source: ModelSource, config: Any) -> tuple[dict[str, Any], str]:
-    """The raw state dict of a source's weights (names as stored) and, for TensorFlow, the reader's report."""
-    if source.weights_kind == "none":
-        return {}, ""
-    if source.weights_kind == "tf":
-        try:
-            from expmrc.models.tf_checkpoint import load_tf_bert_state_dict
-        except ImportError:
-            raise ExpmrcError(
-                f"{source.weights}: is a TensorFlow checkpoint, but this copy of expmrc has no TensorFlow "
-                "checkpoint reader (expmrc.models.tf_checkpoint); convert it to a Hugging Face folder elsewhere"
-            ) from None
-        state, tf_report = load_tf_bert_state_dict(source.weights, config)
-        return state, str(tf_report)
-    if source.weights_kind == "safetensors":
-        from safetensors.torch import load_file
-
-        try:
-            return load_file(source.weights), ""
-        except Exception as exc:  # safetensors raises its own error types for corrupt files
-            raise ExpmrcError(f"{source.weights}: cannot read safetensors weights ({exc})") from None
-    import torch
-
+def training_record(path: str) -> dict[str, Any]:
+    """The `expmrc` record a fine-tuned folder's config.json carries ({} when it has none)."""
     try:
-        state = torch.load(source.weights, map_location="cpu", weights_only=True)
-    except Exception as exc:  # pickle and zip errors vary by torch version
-        raise ExpmrcError(f"{source.weights}: cannot read PyTorch weights ({exc})") from None
-    if isinstance(state, dict) and "model" in state and isinstance(state["model"], dict):
-        state = state["model"]
-    if not isinstance(state, dict):
-        raise ExpmrcError(f"{source.weights}: does not hold a state dict")
-    return state, ""
-
-
-def split_encoder_state(state: dict[str, Any], encoder_keys: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split a state dict into encoder weights (prefix `bert.` etc. removed) and everything else."""
-    encoder, extra = {}, {}
-    for name, tensor in state.items():
-        bare = name
-        for prefix in ENCODER_PREFIXES:
-            if name.startswith(prefix) and name[len(prefix):] in encoder_keys:
-                bare = name[len(prefix):]
-                break
-        if bare in encoder_keys:
-            encoder[bare] = tensor
-        elif not bare.endswith(_IGNORED_BUFFERS):
-            extra[name] = tensor
-    return encoder, extra
-
-
-def load_encoder(
-    model_name_or_path: str | None = None,
-    bert_config_file: str | None = None,
-    vocab_file: str | None = None,
-    init_checkpoint: str | None = None,
-    do_lower_case: bool | None = None,
-    add_pooling_layer: bool = True,
-) -> Encoder:
-    """Build a BertModel with pretrained weights and its tokenizer; shapes that differ are refused."""
-    from transformers import BertModel
-
-    source = resolve_model_source(model_name_or_path, bert_config_file, vocab_file, init_checkpoint)
-    config = load_bert_config(source)
-    tokenizer = load_tokenizer(source, do_lower_case)
-    if len(tokenizer) > config.vocab_size:
-        raise ExpmrcError(
-            f"{source.vocab_file or source.tokenizer_dir}: vocabulary has {len(tokenizer)} tokens but the "
-            f"model config says vocab_size {config.vocab_size}"
-        )
-    model = BertModel(config, add_pooling_layer=add_pooling_layer)
-    own = model.state_dict()
-    state, converter_note = read_weights(source, config)
-    encoder_state, extra = split_encoder_state(state, set(own))
-    for name, tensor in encoder_state.items():
-        if tuple(tensor.shape) != tuple(own[name].shape):
-            raise ExpmrcError(
-                f"{source.weights}: weight {name} has shape {tuple(tensor.shape)} but the config "
-                f"({source.config_file}) needs {tuple(own[name].shape)}"
-            )
-    report = LoadReport(unused=sorted(extra), converter_note=converter_note)
-    if source.weights_kind != "none":
-        result = model.load_state_dict(encoder_state, strict=False)
-        report.missing = sorted(k for k in result.missing_keys if not k.endswith(_IGNORED_BUFFERS))
-    return Encoder(model, tokenizer, config, source, report, extra)
-
-
-def save_model_folder(out_dir: str, state_dict: dict[str, Any], config: Any, tokenizer: Any,
-                      extra_config: dict[str, Any] | None = None) -> None:
-    """Write a Hugging Face-format folder (config.json, model.safetensors, vocab.txt), atomically."""
-    import tempfile
-
-    from safetensors.torch import save_file
-
-    target = Path(out_dir)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        config_dict = config.to_dict()
-        if extra_config:
-            config_dict["expmrc"] = extra_config
-        (tmp / "config.json").write_text(json.dumps(config_dict, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-                                         encoding="utf-8")
-        save_file({k: v.detach().cpu().contiguous() for k, v in state_dict.items()}, str(tmp / "model.safetensors"))
-        by_id = {index: token for token, index in tokenizer.get_vocab().items()}
-        lines = [by_id.get(i, f"[unused_gap{i}]") for i in range(max(by_id) + 1)]  # ids are line numbers
-        (tmp / "vocab.txt").write_text("".join(f"{token}\n" for token in lines), encoding="utf-8")
-        lower = bool(getattr(tokenizer, "do_lower_case", True))
-        (tmp / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": lower}) + "\n", encoding="utf-8")
-        if target.exists():
-            old = target.with_name(f".{target.name}.old{os.getpid()}")
-            os.replace(target, old)
-            os.replace(tmp, target)
-            _remove_tree(old)
-        else:
-            os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            _remove_tree(tmp)
-
-
-def _remove_tree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
+        record = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("expmrc", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return record if isinstance(record, dict) else {}

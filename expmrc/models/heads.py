@@ -1,31 +1,82 @@
-"""Task heads on top of BERT, as both baseline models set them up and take them back from a saved folder."""
+"""What the span and multiple-choice models share: any encoder from the Auto classes, one loss, saving.
+
+`TaskModel` is a `transformers.PreTrainedModel`: it holds the encoder the config names (BERT,
+RoBERTa, ELECTRA, DeBERTa, ...) under that architecture's own attribute name (`bert`, `roberta`,
+...), so `from_pretrained` loads a pretrained encoder whether its checkpoint was saved with that
+prefix (from a `*ForMaskedLM`) or without (from `AutoModel`), initialises the task heads the checkpoint
+lacks, and reports what it did; `save_pretrained` writes encoder and heads together. No pooler is
+built: heads read the hidden states themselves.
+
+The loss of both tasks goes through `masked_cross_entropy`: the cross-entropy summed over the
+windows that have a label and divided by the number of windows in the batch (the original release's
+mean over all windows), so that a batch split over devices or accumulation steps gives the same loss
+and λ weighs the evidence the same way in both tasks.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import inspect
+from typing import Any
 
+import torch
 from torch import nn
+from torch.nn import functional as F
+from transformers import PretrainedConfig, PreTrainedModel
+from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
-from expmrc.errors import ExpmrcError
+from expmrc.features.windows import IGNORE
 
-
-def init_heads(heads: Iterable[nn.Linear], std: float) -> None:
-    """Normal(0, std) weights and zero biases: how BERT initialises its own dense layers."""
-    for head in heads:
-        nn.init.normal_(head.weight, std=std)
-        nn.init.zeros_(head.bias)
+MASKED = -10000.0  # the logit of positions a span may not point at (finite: safe in fp16 and bf16)
 
 
-def load_head_weights(model: nn.Module, state: dict[str, Any], prefixes: tuple[str, ...]) -> bool:
-    """Load `model`'s head weights (keys starting with `prefixes`) from a fine-tuned folder's extra entries.
+def masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+    """Cross-entropy summed over labels that are not IGNORE, divided by all rows (0 when none is labelled)."""
+    if labels is None:
+        return logits.new_zeros(())
+    return F.cross_entropy(logits.float(), labels, ignore_index=IGNORE, reduction="sum") / labels.shape[0]
 
-    Returns False when `state` has none of them; a folder with only some of them is refused.
-    """
-    heads = {k: v for k, v in state.items() if k.startswith(prefixes)}
-    if not heads:
-        return False
-    missing = {k for k in model.state_dict() if k.startswith(prefixes)} - set(heads)
-    if missing:
-        raise ExpmrcError(f"the fine-tuned model has only some head weights, lacking {sorted(missing)}")
-    model.load_state_dict(heads, strict=False)
-    return True
+
+class TaskModel(PreTrainedModel):
+    """An encoder of any architecture the config names, plus the heads a subclass adds."""
+
+    config_class = PretrainedConfig
+    task = ""  # "span" or "choice": what a saved folder records and a loaded folder must match
+
+    def __init__(self, config: PretrainedConfig) -> None:
+        super().__init__(config)
+        encoder_class = MODEL_MAPPING[type(config)]
+        self.base_model_prefix = encoder_class.base_model_prefix
+        kwargs = {"add_pooling_layer": False} if "add_pooling_layer" in inspect.signature(encoder_class).parameters else {}
+        setattr(self, self.base_model_prefix, encoder_class(config, **kwargs))
+        self.loss_lambda = 0.0
+
+    def _check_and_adjust_attn_implementation(self, attn_implementation: Any, is_init_check: bool = False,
+                                              **kwargs: Any) -> Any:
+        """Leave the attention implementation to the encoder (sdpa where it has one), as its own classes do:
+        the library's check on this wrapper would otherwise force eager attention on every architecture."""
+        return attn_implementation
+
+    def usable_length(self) -> int:
+        """How many positions an input may have: the position embeddings, less the offset RoBERTa-like
+        encoders start their positions at."""
+        limit = getattr(self.config, "max_position_embeddings", None) or 1 << 30
+        padding = getattr(getattr(self.base_model, "embeddings", None), "padding_idx", None)
+        return limit - (padding + 1) if isinstance(padding, int) else limit
+
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+               token_type_ids: torch.Tensor | None) -> torch.Tensor:
+        """The encoder's last hidden states [rows, length, hidden]."""
+        inputs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            inputs["token_type_ids"] = token_type_ids
+        return self.base_model(**inputs).last_hidden_state
+
+    def span_logits(self, head: nn.Linear, hidden: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Start and end logits of a two-output head, MASKED where `allowed` is 0."""
+        logits = head(hidden).float().masked_fill(allowed[..., None] == 0, MASKED)
+        return logits[..., 0], logits[..., 1]
+
+    def span_loss(self, start: torch.Tensor, end: torch.Tensor, start_labels: torch.Tensor | None,
+                  end_labels: torch.Tensor | None) -> torch.Tensor:
+        """The mean of the start and end cross-entropies."""
+        return (masked_cross_entropy(start, start_labels) + masked_cross_entropy(end, end_labels)) / 2

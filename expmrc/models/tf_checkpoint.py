@@ -15,8 +15,10 @@ import shutil
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
+from transformers import BertConfig, BertModel, BertTokenizer
 
-from expmrc.models.backbones import read_vocab
+from expmrc.data.io import read_json, write_json_atomic
 from expmrc.errors import ExpmrcError
 from expmrc.models.tf_bundle import TFCheckpoint, resolve_prefix
 
@@ -110,8 +112,6 @@ def load_tf_bert_state_dict(ckpt_prefix: str, config) -> tuple[dict, LoadReport]
 
     A variable whose shape disagrees with `config` stops the load with one line naming it.
     """
-    import torch
-
     checkpoint = TFCheckpoint(ckpt_prefix)
     report = LoadReport(checkpoint=checkpoint.prefix)
     mapping = bert_variable_map(config.num_hidden_layers)
@@ -140,10 +140,6 @@ def load_tf_bert_state_dict(ckpt_prefix: str, config) -> tuple[dict, LoadReport]
 
 def read_bert_config(path: str):
     """A `transformers.BertConfig` from an original `bert_config.json` (same field names)."""
-    from transformers import BertConfig
-
-    from expmrc.data.io import read_json
-
     raw = read_json(path, "BERT config file")
     required = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
                 "max_position_embeddings", "type_vocab_size")
@@ -155,13 +151,31 @@ def read_bert_config(path: str):
     return BertConfig(**raw)
 
 
+def read_vocab(path: str) -> dict[str, int]:
+    """A BERT vocab.txt as token -> id, as the original `load_vocab` reads it; every vocab.txt is read here.
+
+    The id is the line number (a line ends at a newline character only), the token the line stripped of
+    surrounding whitespace; a token listed twice keeps the id of its last line, as later lines overwrite.
+    """
+    try:
+        with open(path, encoding="utf-8", newline="\n") as handle:
+            tokens = [line.strip() for line in handle]
+    except FileNotFoundError:
+        raise ExpmrcError(f"{path}: vocabulary file not found") from None
+    except OSError as exc:
+        raise ExpmrcError(f"{path}: cannot read the vocabulary ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise ExpmrcError(f"{path}: vocabulary file is not UTF-8 text") from None
+    if not tokens:
+        raise ExpmrcError(f"{path}: vocabulary file is empty")
+    return {token: index for index, token in enumerate(tokens)}
+
+
 def bert_tokenizer_from_vocab(vocab_file: str, do_lower_case: bool, model_max_length: int = 512):
     """A `transformers.BertTokenizer` over an original `vocab.txt`.
 
     (transformers 5 silently ignores `vocab_file=`; the vocabulary must be passed as a dict.)
     """
-    from transformers import BertTokenizer
-
     vocab = read_vocab(vocab_file)
     absent = [t for t in ("[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]") if t not in vocab]
     if absent:
@@ -198,10 +212,6 @@ def convert_tf_checkpoint(tf_dir: str, output_dir: str, do_lower_case: bool = Tr
 
     The folder is built beside `output_dir` and renamed into place, so a failed run leaves nothing behind.
     """
-    from transformers import BertModel
-
-    from expmrc.data.io import write_json_atomic
-
     files = find_release_files(tf_dir, bert_config_file, vocab_file, init_checkpoint)
     if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or os.listdir(output_dir)) and not overwrite:
         raise ExpmrcError(f"{output_dir}: already exists and is not empty (pass --overwrite to replace it)")

@@ -1,26 +1,38 @@
-"""One baseline run end to end, shared by the span-extraction and multiple-choice scripts.
+"""One baseline run end to end, the same for the span-extraction and the multiple-choice script.
 
-Flags in, run directory out: train on --train_file (resuming from the newest checkpoint), save the
-fine-tuned model to OUTPUT_DIR/model, predict on --predict_file, decode and write dev_predictions.json
-and dev_nbest.json, print the scores, and record the run (and what feature building counted) in
-run_info.json. A --do_predict run without --do_train uses the model a previous training run left in
-OUTPUT_DIR/model, as the original scripts used the output directory's latest checkpoint. What differs
-between the tasks is described by a `BaselineTask` (expmrc/training/span_task.py, expmrc/training/choice_task.py).
+Flags in, run directory out (`expmrc.training.rundir`): every input checked before any work, then
+train on --train_file (resuming from the newest checkpoint), save the fine-tuned model to
+OUTPUT_DIR/model, predict on --predict_file, decode, write dev_predictions.json and dev_nbest.json,
+print the scores, and record the run in run_info.json. A --do_predict run without --do_train uses the
+model a previous training run left in OUTPUT_DIR/model, as the original scripts used the output
+directory's latest checkpoint. What differs between the tasks is a `BaselineTask`
+(`expmrc/training/span_task.py`, `expmrc/training/choice_task.py`).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from expmrc.data.datasets import Dataset
+from expmrc.data.submissions import PREDICTIONS_FILE, write_predictions
+from expmrc.decoding.predictions import decode_predictions
 from expmrc.errors import ExpmrcError
-from expmrc.training.flags import check_flags, train_config_from_flags
+from expmrc.features.cache import cache_key, cached_features
+from expmrc.features.windows import FeatureReport, FeatureTable, WindowDataset, uses_token_types
+from expmrc.models.backbones import ModelSource, load_task_model, resolve_source
+from expmrc.scoring.scorer import score
+from expmrc.training.flags import check_flags, flag_values
+from expmrc.training.loop import TrainConfig, checkpoint_steps, make_accelerator, predict, train
+from expmrc.training.rundir import CACHE_DIR, MODEL_DIR, recorded_run
 
-TRAINED_MODEL_DIR = "model"
-PREDICTIONS_FILE = "dev_predictions.json"
+logger = logging.getLogger("expmrc")
 
 
 @dataclass(frozen=True)
@@ -30,125 +42,170 @@ class BaselineTask:
     kind: str  # "span" or "choice": run_info.json's `task`, and what the saved model records
     parser: Callable[[], argparse.ArgumentParser]  # the shared flags with the task's defaults and extra flags
     positive_flags: tuple[str, ...]  # the task's extra flags that must be at least 1
-    # (args, path, cache_path, tokenizer, is_training, accelerator) -> (dataset, features, report); checks the subset
-    features: Callable[..., tuple[Any, Any, Any]]
-    dataset: Callable[..., Any]  # (features, with_labels) -> the model's inputs, one dict of tensors per feature
-    collate: Callable[[Any], Callable[..., Any]]  # tokenizer -> the function that pads a batch of those dicts
-    model: Callable[[Any, float], Any]  # (BertModel, loss_lambda) -> the task model, with load_heads(state)
-    pooling: bool  # whether the model reads BERT's pooled [CLS] output
-    heads: str  # what the task's own head predicts, for the untrained-heads warning: "answer" or "option"
-    decode: Callable[[Any, Any, Any, argparse.Namespace], tuple[dict, dict]]  # (questions, features, outputs, args)
-    write_outputs: Callable[[str, dict, dict], None]  # (output_dir, predictions, nbest): both files, atomically
+    load: Callable[[str, str], Dataset]  # (path or subset name, --task_name) -> the dataset, of this task's kind
+    settings: Callable[[argparse.Namespace], dict[str, Any]]  # the flags the features depend on
+    # (questions, tokenizer, args, is_training, token_types, progress) -> (table, report)
+    features: Callable[..., tuple[FeatureTable, FeatureReport]]
+    model_class: type  # a TaskModel subclass
 
 
-def model_flags(args: argparse.Namespace, trained: Path) -> dict[str, Any]:
-    """Where the encoder comes from: OUTPUT_DIR/model for a predict-only rerun, else the model flags."""
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    """The training loop's settings from parsed flags."""
+    return TrainConfig(
+        output_dir=args.output_dir, learning_rate=args.learning_rate, num_train_epochs=args.num_train_epochs,
+        max_steps=args.max_steps, train_batch_size=args.train_batch_size, predict_batch_size=args.predict_batch_size,
+        warmup_proportion=args.warmup_proportion, weight_decay=args.weight_decay,
+        gradient_accumulation_steps=args.gradient_accumulation_steps, mixed_precision=args.mixed_precision,
+        seed=args.rand_seed, save_checkpoints_steps=args.save_checkpoints_steps, logging_steps=args.logging_steps,
+        keep_checkpoints=args.keep_checkpoints)
+
+
+def setup_logging(is_main_process: bool) -> None:
+    """Log lines as plain messages on stderr, from the main process only (others log warnings)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger("expmrc")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO if is_main_process else logging.WARNING)
+    root.propagate = False
+
+
+def check_output_dir(path: str) -> Path:
+    """The run directory, created; one line when it cannot be (a file, under a file, not writable)."""
+    output = Path(path)
+    if output.exists() and not output.is_dir():
+        raise ExpmrcError(f"{path}: --output_dir is a file, not a folder")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExpmrcError(f"{path}: cannot create --output_dir ({exc.strerror})") from None
+    if not os.access(output, os.W_OK):
+        raise ExpmrcError(f"{path}: --output_dir is not writable")
+    return output
+
+
+def model_source(args: argparse.Namespace, trained: Path) -> ModelSource:
+    """Where the model comes from: OUTPUT_DIR/model for a predict-only rerun, else the model flags."""
     if not args.do_train and (trained / "config.json").is_file():
-        return {"model_name_or_path": str(trained)}
-    return {"model_name_or_path": args.model_name_or_path, "bert_config_file": args.bert_config_file,
-            "vocab_file": args.vocab_file, "init_checkpoint": args.init_checkpoint}
+        return resolve_source(str(trained))
+    return resolve_source(args.model_name_or_path, args.bert_config_file, args.vocab_file, args.init_checkpoint,
+                          args.do_lower_case)
 
 
-def cached_features(path: str, cache_path: str, settings: dict[str, Any], tokenizer: Any, accelerator: Any,
-                    to_payload: Callable[[Any], Any], from_payload: Callable[[Any], Any],
-                    build: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
-    """`build()`'s (features, report) for the data file `path`, from the feature cache while it is valid.
-
-    The cache key covers the tokenizer, `settings` and the file's bytes; an input error names the file.
-    """
-    from expmrc.features.cache import cache_key, cached
-
-    def build_naming_the_file() -> tuple[Any, Any]:
+def features(task: BaselineTask, args: argparse.Namespace, dataset: Dataset, tokenizer: Any, token_types: bool,
+             is_training: bool, cache_path: str, accelerator: Any) -> tuple[FeatureTable, FeatureReport]:
+    """The dataset's windows, from the feature cache while it is valid; an input error names the file."""
+    def build() -> tuple[FeatureTable, FeatureReport]:
         try:
-            return build()
+            return task.features(dataset.questions, tokenizer, args, is_training, token_types,
+                                 accelerator.is_local_main_process)
         except ExpmrcError as exc:
-            raise ExpmrcError(f"{path}: {exc}") from None
+            raise ExpmrcError(f"{dataset.path}: {exc}") from None
 
-    (features, report), _ = cached(cache_path, cache_key(tokenizer, settings, path), build_naming_the_file,
-                                   accelerator, to_payload, from_payload)
-    if accelerator.is_main_process:
-        print(f"{path}: {report.summary()}", file=sys.stderr)
-    return features, report
+    settings = {"task": task.kind, "is_training": is_training, "token_types": token_types, **task.settings(args)}
+    table, report = cached_features(cache_path, cache_key(tokenizer, settings, dataset.path), build, accelerator)
+    logger.info(f"{dataset.path}: {report.summary()}")
+    if report.unknown_share > 0.05:
+        logger.warning(f"warning: {100 * report.unknown_share:.1f}% of the tokens of {dataset.path} are the unknown "
+                       "token: is the tokenizer's casing or vocabulary right for this language?")
+    return table, report
+
+
+def save_model(model: Any, tokenizer: Any, folder: Path, record: dict[str, Any]) -> None:
+    """Write the fine-tuned model and its tokenizer as a complete Hugging Face folder, atomically."""
+    model.config.expmrc = record
+    staging = folder.with_name(f".{folder.name}.tmp{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        model.save_pretrained(str(staging))
+        tokenizer.save_pretrained(str(staging))
+        old = folder.with_name(f".{folder.name}.old{os.getpid()}")
+        if folder.exists():
+            os.replace(folder, old)
+        os.replace(staging, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
     """Parse the flags and run `task`: train, save, predict, decode, write, score; returns the exit status."""
-    from expmrc.models.backbones import load_encoder, save_model_folder
-    from expmrc.training.rundir import recorded_run, run_info_base
-    from expmrc.training.loop import make_accelerator, predict, train
-
     args = task.parser().parse_args(argv)
     check_flags(args)
     for name in task.positive_flags:
         if getattr(args, name) < 1:
             raise ExpmrcError(f"--{name} must be at least 1, got {getattr(args, name)}")
-    config = train_config_from_flags(args)
+    train_set = task.load(args.train_file, args.task_name) if args.do_train else None
+    predict_set = task.load(args.predict_file, args.task_name) if args.do_predict else None
+    output = check_output_dir(args.output_dir)
+    config = train_config(args)
     accelerator = make_accelerator(config, use_tpu=args.use_tpu)
-    output = Path(args.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    trained = output / TRAINED_MODEL_DIR
-    source = model_flags(args, trained)
-    model_path = source.get("model_name_or_path") or source.get("init_checkpoint") or source.get("bert_config_file")
-    info = run_info_base(task.kind, args, model=model_path)
     main = accelerator.is_main_process
-    with recorded_run(args.output_dir, info, main):
-        encoder = load_encoder(**source, do_lower_case=args.do_lower_case, add_pooling_layer=task.pooling)
-        if main:
-            print(f"model {info['model']}: {encoder.report.summary()}", file=sys.stderr)
-        if args.max_seq_length > encoder.config.max_position_embeddings:
-            raise ExpmrcError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
-                              f"max_position_embeddings {encoder.config.max_position_embeddings}")
-        model = task.model(encoder.model, args.loss_lambda)
-        has_heads = model.load_heads(encoder.extra_state)
-        trained_with = getattr(encoder.config, "expmrc", {})  # what a fine-tuned folder records about its training
-        info["global_step"] = int(trained_with.get("global_step", 0))
+    setup_logging(accelerator.is_local_main_process)
+    trained = output / MODEL_DIR
+    source = model_source(args, trained)
+    info: dict[str, Any] = {"task": task.kind, "task_name": args.task_name,
+                            "predict_file": predict_set.path if predict_set else args.predict_file,
+                            "train_file": train_set.path if train_set else args.train_file, "loss_lambda": float(args.loss_lambda),
+                            "rand_seed": int(args.rand_seed), "model": source.name, "status": "running",
+                            "global_step": 0, "mixed_precision": accelerator.mixed_precision,
+                            "flags": flag_values(args)}
+    with recorded_run(args.output_dir, info, main, lambda: max(checkpoint_steps(args.output_dir), default=0)):
+        model, report = load_task_model(task.model_class, source)
+        logger.info(f"model {source.name} ({type(model.base_model).__name__}): {report.summary()}")
+        tokenizer = source.tokenizer
+        usable = model.usable_length()
+        if args.max_seq_length > usable:
+            raise ExpmrcError(f"--max_seq_length {args.max_seq_length} exceeds the {usable} positions the model has")
+        model.loss_lambda = args.loss_lambda
+        token_types = uses_token_types(tokenizer, model.config)
+        record = getattr(model.config, "expmrc", None) or {}
+        info["global_step"] = int(record.get("global_step", 0))
         if not args.do_train:  # predictions of a fine-tuned model are recorded under the settings that trained it
-            for key in ("model", "loss_lambda", "rand_seed"):
-                info[key] = trained_with.get("base_model" if key == "model" else key, info[key])
-        collate = task.collate(encoder.tokenizer)
-
-        if args.do_train:
-            _, features, report = task.features(args, path=args.train_file, tokenizer=encoder.tokenizer,
-                                                cache_path=args.train_tfrecord or str(output / "cache/train-features.pt"),
-                                                is_training=True, accelerator=accelerator)
-            info["train_features"] = report.as_dict()
-            result = train(model, task.dataset(features, with_labels=True), collate, config, accelerator)
+            for key in ("loss_lambda", "rand_seed"):
+                info[key] = record.get(key, info[key])
+            info["model"] = record.get("base_model", info["model"])
+            if not record:
+                logger.warning(f"warning: {source.name} is not a fine-tuned {task.kind} model (train first, or point "
+                               "--model_name_or_path at a fine-tuned folder): predictions will be meaningless")
+        cache = output / CACHE_DIR
+        if train_set is not None:
+            table, train_report = features(task, args, train_set, tokenizer, token_types, True,
+                                           args.train_tfrecord or str(cache / "train-features.safetensors"),
+                                           accelerator)
+            info["train_features"] = train_report.as_dict()
+            result = train(model, WindowDataset(table, True, tokenizer.pad_token_id or 0), config, accelerator)
             info["global_step"] = result.global_step
             model = accelerator.unwrap_model(model)
-            if main:  # keys bert.* and the heads', which load_encoder and load_heads read back
-                save_model_folder(str(trained), model.state_dict(), encoder.config, encoder.tokenizer,
-                                  {"task": task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
-                                   "global_step": result.global_step, "base_model": info["model"]})
-            accelerator.wait_for_everyone()
-        elif not has_heads and main:
-            print(f"warning: the model has no trained {task.heads} and evidence heads (train first, or point "
-                  "--model_name_or_path at a fine-tuned folder); predictions will be meaningless", file=sys.stderr)
-
-        if args.do_predict:
-            dataset, features, report = task.features(
-                args, path=args.predict_file, tokenizer=encoder.tokenizer, is_training=False, accelerator=accelerator,
-                cache_path=args.predict_tfrecord or str(output / "cache/predict-features.pt"))
-            info["predict_features"] = report.as_dict()
-            outputs = predict(model, task.dataset(features, with_labels=False), collate, args.predict_batch_size,
-                              accelerator)
-            predictions, nbest = task.decode(dataset.questions, features, outputs, args)
             if main:
-                task.write_outputs(str(output), predictions, nbest)
-                print(f"wrote {len(predictions)} predictions to {output / PREDICTIONS_FILE}", file=sys.stderr)
-                print_scores(dataset, predictions)
+                save_model(model, tokenizer, trained,
+                           {"task": task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
+                            "global_step": result.global_step, "base_model": source.name})
+            accelerator.wait_for_everyone()
+        if predict_set is not None:
+            table, predict_report = features(task, args, predict_set, tokenizer, token_types, False,
+                                             args.predict_tfrecord or str(cache / "predict-features.safetensors"),
+                                             accelerator)
+            info["predict_features"] = predict_report.as_dict()
+            outputs = predict(model, WindowDataset(table, False, tokenizer.pad_token_id or 0),
+                              args.predict_batch_size, accelerator)
+            predictions, nbest = decode_predictions(predict_set.questions, table, outputs, args.n_best_size,
+                                                    args.max_answer_length, args.max_evidence_length)
+            if main:
+                write_predictions(str(output), predictions, nbest)
+                logger.info(f"wrote {len(predictions)} predictions to {output / PREDICTIONS_FILE}")
+                log_scores(predict_set, predictions)
         accelerator.wait_for_everyone()
     return 0
 
 
-def print_scores(dataset: Any, predictions: dict[str, dict[str, str]]) -> None:
-    """Print the leaderboard's figures for the predictions (the predict file carries gold answers)."""
-    from expmrc.scoring.scorer import score
-
+def log_scores(dataset: Dataset, predictions: dict[str, dict[str, Any]]) -> None:
+    """Log the leaderboard's figures for the predictions (the predict file carries gold answers)."""
     try:
         report = score(dataset, predictions)
     except ExpmrcError as exc:  # e.g. no NLTK data: the predictions are written, only the score is missing
-        print(f"not scored: {exc}", file=sys.stderr)
+        logger.warning(f"not scored: {exc}")
         return
     official = report.official()
-    print(f"{dataset.path}: answer F1 {official['ANS_F1']}, evidence F1 {official['EVI_F1']}, "
-          f"overall {official['ALL_F1']} ({official['TOTAL']} questions)", file=sys.stderr)
+    logger.info(f"{dataset.path}: answer F1 {official['ANS_F1']}, evidence F1 {official['EVI_F1']}, "
+                f"overall {official['ALL_F1']} ({official['TOTAL']} questions)")

@@ -48,13 +48,15 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
 
     model = parser.add_argument_group("model (either --model_name_or_path, or the original three files)")
     model.add_argument("--model_name_or_path", default=None,
-                       help="a Hugging Face-format BERT folder (config.json, vocab.txt, model.safetensors)")
+                       help="a Hugging Face folder or Hub id of any encoder the Auto classes know (BERT, RoBERTa, "
+                            "ELECTRA, DeBERTa, XLM-R, ...), with its fast tokenizer")
     model.add_argument("--bert_config_file", default=None, help="original release: bert_config.json")
     model.add_argument("--vocab_file", default=None, help="original release: vocab.txt")
     model.add_argument("--init_checkpoint", default=None,
                        help="TensorFlow prefix (bert_model.ckpt), weights file or model folder to start from")
     _bool_flag(model, "do_lower_case", None,
-               "lowercase and strip accents (default: the model folder's tokenizer setting, else True)")
+               "lowercase the original release's vocab.txt input (default True); a Hugging Face tokenizer keeps "
+               "its own casing")
 
     data = parser.add_argument_group("data and outputs")
     data.add_argument("--task_name", default=defaults["task_name"],
@@ -129,25 +131,3 @@ def check_flags(args: argparse.Namespace) -> None:
 def flag_values(args: argparse.Namespace) -> dict[str, Any]:
     """Every flag value, sorted by name, for run_info.json."""
     return {key: value for key, value in sorted(vars(args).items())}
-
-
-def train_config_from_flags(args: argparse.Namespace) -> Any:
-    """The training loop's TrainConfig from parsed flags."""
-    from expmrc.training.loop import TrainConfig
-
-    return TrainConfig(
-        output_dir=args.output_dir,
-        learning_rate=args.learning_rate,
-        num_train_epochs=args.num_train_epochs,
-        max_steps=args.max_steps,
-        train_batch_size=args.train_batch_size,
-        predict_batch_size=args.predict_batch_size,
-        warmup_proportion=args.warmup_proportion,
-        weight_decay=args.weight_decay,
-        gradient_accumulation_steps=args.gradient_accumulation_steps,
-        mixed_precision=args.mixed_precision,
-        seed=args.rand_seed,
-        save_checkpoints_steps=args.save_checkpoints_steps,
-        logging_steps=args.logging_steps,
-        keep_checkpoints=args.keep_checkpoints,
-    )

@@ -1,38 +1,53 @@
-"""The training and prediction loop shared by the baselines, on `accelerate` (CPU, GPUs, machines, TPU).
+"""The training and prediction loop both baselines share, on `accelerate` (CPU, GPUs, machines, TPU).
 
 Batches are cut from a fixed stream: epoch e is a permutation of the dataset seeded by (seed, e),
 the epochs are laid end to end, and optimizer step s takes the next `train_batch_size` items. Each
 process takes its own slice of every global batch, so `train_batch_size` is the total over devices
 (and accumulation steps), as in the original TensorFlow scripts, and the data position of a run is
-its step number alone. Checkpoints every `save_checkpoints_steps` hold the model, optimizer,
-scheduler and each process's RNG states; running the same command again resumes from the newest one
-and, with a fixed seed on CPU, ends in exactly the weights an uninterrupted run reaches.
+its step number alone. Every `save_checkpoints_steps` steps `Accelerator.save_state` writes the model,
+optimizer, scheduler and every process's random states into a checkpoint folder (written under a
+temporary name, then renamed), beside the settings that fix the batch stream; running the same
+command again resumes from the newest one and, with a fixed seed on CPU, ends in exactly the weights
+an uninterrupted run reaches. A checkpoint written with other settings is refused, never resumed.
+
+A dataset is anything with `len()` and `batch(indices) -> dict of tensors` (`features.windows.WindowDataset`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
-import random
 import shutil
-import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import torch
+from accelerate import Accelerator
+from accelerate.utils import gather_object, set_seed
 from tqdm import tqdm
+from transformers import get_linear_schedule_with_warmup
 
+from expmrc.data.io import write_json_atomic
 from expmrc.errors import ExpmrcError
+from expmrc.training.rundir import CHECKPOINT_DIR, CHECKPOINT_STATE, LOG_FILE
 
-CHECKPOINT_DIR = "checkpoints"
-LOG_FILE = "train_log.jsonl"
+logger = logging.getLogger(__name__)
 ADAM_EPSILON = 1e-6  # the original BERT optimizer's epsilon
+
+
+class Batches(Protocol):
+    """What the loop trains and predicts on."""
+
+    def __len__(self) -> int: ...
+
+    def batch(self, indices: list[int]) -> dict[str, torch.Tensor]: ...
 
 
 @dataclass
@@ -69,7 +84,7 @@ class TrainResult:
     checkpoint_seconds: float  # of `seconds`, the time spent writing checkpoints
 
 
-def make_accelerator(config: TrainConfig, use_tpu: bool = False) -> Any:
+def make_accelerator(config: TrainConfig, use_tpu: bool = False) -> Accelerator:
     """The run's Accelerator (the only device layer), with every RNG seeded by `config.seed`.
 
     Seeding here, before any model is built, makes task heads start identically on every process
@@ -77,9 +92,6 @@ def make_accelerator(config: TrainConfig, use_tpu: bool = False) -> Any:
     Several processes on a machine without any accelerator (e.g. `torchrun --nproc_per_node 2` on a
     laptop) run as multi-CPU processes joined by gloo.
     """
-    from accelerate import Accelerator
-    from accelerate.utils import set_seed
-
     if use_tpu:
         try:
             import torch_xla  # noqa: F401  (accelerate picks the XLA device when it is importable)
@@ -125,7 +137,7 @@ def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[s
     """AdamW groups: weight decay on weight matrices, none on biases and LayerNorm weights."""
     no_decay: set[int] = set()
     for module in model.modules():
-        if isinstance(module, torch.nn.LayerNorm):
+        if isinstance(module, torch.nn.LayerNorm) or "LayerNorm" in type(module).__name__:
             no_decay.update(id(p) for p in module.parameters(recurse=False))
     decay, plain = [], []
     for name, param in model.named_parameters():
@@ -135,59 +147,56 @@ def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[s
     return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
 
 
-def train(model: torch.nn.Module, train_dataset: Sequence[dict[str, torch.Tensor]],
-          collate_fn: Callable[[list[dict[str, torch.Tensor]]], dict[str, torch.Tensor]],
-          config: TrainConfig, accelerator: Any) -> TrainResult:
-    """Train `model` (whose forward returns a dict with `loss`) in place, resuming from the newest checkpoint."""
-    from transformers import get_linear_schedule_with_warmup
+def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, accelerator: Accelerator) -> TrainResult:
+    """Train `model` (whose forward returns a dict with `loss`) in place, resuming from the newest checkpoint.
 
-    num_examples = len(train_dataset)
+    A loss that stops being finite ends the run with one line naming the step (no checkpoint is written
+    from such weights).
+    """
+    num_examples = len(dataset)
     if num_examples == 0:
         raise ExpmrcError("no training features to train on")
     processes, accumulation = accelerator.num_processes, config.gradient_accumulation_steps
     batch_size = config.train_batch_size
     if batch_size % (processes * accumulation):
-        raise ExpmrcError(
-            f"--train_batch_size {batch_size} must be divisible by {processes} processes × "
-            f"{accumulation} gradient accumulation steps"
-        )
+        raise ExpmrcError(f"--train_batch_size {batch_size} must be divisible by {processes} processes × "
+                          f"{accumulation} gradient accumulation steps")
     total = total_train_steps(num_examples, config)
-
     optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.learning_rate,
                                   eps=ADAM_EPSILON)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(total * config.warmup_proportion), total)
-    model, optimizer = accelerator.prepare(model, optimizer)
-    fingerprint = {"train_batch_size": batch_size, "seed": config.seed, "total_steps": total,
-                   "num_examples": num_examples}
-    start = load_latest_checkpoint(config.output_dir, fingerprint, model, optimizer, scheduler, accelerator)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    settings = {"train_batch_size": batch_size, "seed": config.seed, "total_steps": total, "num_examples": num_examples}
+    start = load_latest_checkpoint(config.output_dir, settings, accelerator)
 
     model.train()
-    main = accelerator.is_main_process
     Path(config.output_dir).mkdir(parents=True, exist_ok=True)
-    bar = tqdm(total=total, initial=start, desc="training", unit="step", file=sys.stderr,
-               disable=not accelerator.is_local_main_process, dynamic_ncols=True)
+    bar = tqdm(total=total, initial=start, desc="training", unit="step", disable=not accelerator.is_local_main_process,
+               dynamic_ncols=True)
     window_loss = torch.zeros((), device=accelerator.device)
     window_steps, last_loss, checkpoint_seconds = 0, None, 0.0
     began = time.perf_counter()
     try:
         for step in range(start, total):
             indices = batch_indices(step, num_examples, batch_size, config.seed)
-            window_loss += train_step(model, train_dataset, collate_fn, indices, optimizer, scheduler, config,
-                                      accelerator)
+            loss = train_step(model, dataset, indices, optimizer, scheduler, config, accelerator)
+            if not math.isfinite(float(accelerator.reduce(loss, "mean"))):
+                raise ExpmrcError(f"step {step + 1}: the loss is {float(loss)}; training stopped (lower "
+                                  "--learning_rate, or use --mixed_precision bf16/no instead of fp16)")
+            window_loss += loss
             window_steps += 1
             bar.update(1)
             done = step + 1
             if done % config.logging_steps == 0 or done == total:
                 last_loss = float(accelerator.reduce(window_loss, "mean")) / window_steps
                 bar.set_postfix(loss=f"{last_loss:.4f}")
-                if main:
+                if accelerator.is_main_process:
                     log_step(config.output_dir, done, total, last_loss, scheduler.get_last_lr()[0])
                 window_loss.zero_()
                 window_steps = 0
             if done % config.save_checkpoints_steps == 0 or done == total:
                 saving = time.perf_counter()
-                save_checkpoint(config.output_dir, done, fingerprint, model, optimizer, scheduler, accelerator,
-                                config.keep_checkpoints)
+                save_checkpoint(config.output_dir, done, settings, accelerator, config.keep_checkpoints)
                 checkpoint_seconds += time.perf_counter() - saving
     finally:
         bar.close()
@@ -198,8 +207,8 @@ def train(model: torch.nn.Module, train_dataset: Sequence[dict[str, torch.Tensor
                        seconds=seconds, checkpoint_seconds=checkpoint_seconds)
 
 
-def train_step(model: Any, dataset: Sequence[dict[str, torch.Tensor]], collate_fn: Callable, indices: list[int],
-               optimizer: Any, scheduler: Any, config: TrainConfig, accelerator: Any) -> torch.Tensor:
+def train_step(model: Any, dataset: Batches, indices: list[int], optimizer: Any, scheduler: Any,
+               config: TrainConfig, accelerator: Accelerator) -> torch.Tensor:
     """One optimizer step on global batch `indices`: this process's micro-batches, synced on the last.
 
     Returns this process's share of the step's mean loss (detached).
@@ -209,7 +218,7 @@ def train_step(model: Any, dataset: Sequence[dict[str, torch.Tensor]], collate_f
     step_loss = torch.zeros((), device=accelerator.device)
     for a in range(accumulation):
         first = (a * processes + accelerator.process_index) * micro
-        batch = to_device(collate_fn([dataset[i] for i in indices[first:first + micro]]), accelerator.device)
+        batch = to_device(dataset.batch(indices[first:first + micro]), accelerator.device)
         with nullcontext() if a == accumulation - 1 else accelerator.no_sync(model):
             loss = model(**batch)["loss"] / accumulation
             accelerator.backward(loss)
@@ -217,27 +226,24 @@ def train_step(model: Any, dataset: Sequence[dict[str, torch.Tensor]], collate_f
     if config.max_grad_norm > 0:
         accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
     optimizer.step()
-    if not accelerator.optimizer_step_was_skipped:  # fp16 skips steps whose gradients overflowed
-        scheduler.step()
+    scheduler.step()  # accelerate's scheduler does not advance when fp16 skipped the optimizer step
     optimizer.zero_grad(set_to_none=True)
     return step_loss
 
 
 def log_step(output_dir: str, step: int, total: int, loss: float, learning_rate: float) -> None:
-    """Print a loss line and append it to OUTPUT_DIR/train_log.jsonl."""
-    tqdm.write(f"step {step}/{total}: loss {loss:.4f}, learning rate {learning_rate:.3g}", file=sys.stderr)
+    """Log a loss line and append it to OUTPUT_DIR/train_log.jsonl."""
+    logger.info(f"step {step}/{total}: loss {loss:.4f}, learning rate {learning_rate:.3g}")
     with open(Path(output_dir) / LOG_FILE, "a", encoding="utf-8") as log:
         log.write(json.dumps({"step": step, "loss": round(loss, 6), "learning_rate": learning_rate}) + "\n")
 
 
 def to_device(batch: dict[str, torch.Tensor], device: Any) -> dict[str, torch.Tensor]:
-    """Move every tensor of a collated batch to `device`."""
+    """Move every tensor of a batch to `device`."""
     return {key: value.to(device) for key, value in batch.items()}
 
 
-def predict(model: torch.nn.Module, dataset: Sequence[dict[str, torch.Tensor]],
-            collate_fn: Callable[[list[dict[str, torch.Tensor]]], dict[str, torch.Tensor]],
-            batch_size: int, accelerator: Any) -> list[dict[str, np.ndarray]]:
+def predict(model: torch.nn.Module, dataset: Batches, batch_size: int, accelerator: Accelerator) -> list[dict[str, np.ndarray]]:
     """The model's per-item outputs (those with a batch dimension) for every item, in order, on every process.
 
     Each process runs one contiguous share of the items; the shares are gathered and checked so that
@@ -246,26 +252,23 @@ def predict(model: torch.nn.Module, dataset: Sequence[dict[str, torch.Tensor]],
     model = accelerator.unwrap_model(model).to(accelerator.device)
     processes, rank = accelerator.num_processes, accelerator.process_index
     bounds = [len(dataset) * i // processes for i in range(processes + 1)]
-    mine = range(bounds[rank], bounds[rank + 1])
+    mine = list(range(bounds[rank], bounds[rank + 1]))
     per_process = max(1, batch_size // processes)
     was_training = model.training
     model.eval()
     outputs: list[dict[str, np.ndarray]] = []
-    batches = range(0, len(mine), per_process)
     with torch.inference_mode():
-        for start in tqdm(batches, desc="predicting", unit="batch", file=sys.stderr,
+        for start in tqdm(range(0, len(mine), per_process), desc="predicting", unit="batch",
                           disable=not accelerator.is_local_main_process, dynamic_ncols=True):
-            items = [dataset[i] for i in mine[start:start + per_process]]
+            items = mine[start:start + per_process]
             with accelerator.autocast():
-                result = model(**to_device(collate_fn(items), accelerator.device))
+                result = model(**to_device(dataset.batch(items), accelerator.device))
             arrays = {k: v.float().cpu().numpy() for k, v in result.items()
                       if k != "loss" and v.dim() > 0 and v.shape[0] == len(items)}
             outputs.extend({k: v[j] for k, v in arrays.items()} for j in range(len(items)))
     model.train(was_training)
     if processes == 1:
         return outputs
-    from accelerate.utils import gather_object
-
     gathered = gather_object([(bounds[rank] + j, out) for j, out in enumerate(outputs)])
     gathered.sort(key=lambda pair: pair[0])
     if [index for index, _ in gathered] != list(range(len(dataset))):
@@ -282,7 +285,7 @@ def checkpoint_steps(output_dir: str) -> list[int]:
         return []
     steps = []
     for path in root.iterdir():
-        if path.name.startswith("step-") and (path / "state.json").is_file():
+        if path.name.startswith("step-") and (path / CHECKPOINT_STATE).is_file():
             try:
                 steps.append(int(path.name[len("step-"):]))
             except ValueError:
@@ -295,48 +298,19 @@ def checkpoint_path(output_dir: str, step: int) -> Path:
     return Path(output_dir) / CHECKPOINT_DIR / f"step-{step:08d}"
 
 
-def rng_state() -> dict[str, Any]:
-    """This process's python, numpy and torch RNG states, in a form `torch.load(weights_only=True)` reads."""
-    np_state = np.random.get_state()
-    state = {
-        "python": json.dumps(random.getstate()),
-        "numpy": json.dumps([np_state[0], np_state[1].tolist(), *[float(x) for x in np_state[2:]]]),
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    """Restore what `rng_state` saved."""
-    version, internal, gauss = json.loads(state["python"])
-    random.setstate((version, tuple(internal), gauss))
-    name, keys, pos, has_gauss, cached = json.loads(state["numpy"])
-    np.random.set_state((name, np.array(keys, dtype=np.uint32), int(pos), int(has_gauss), cached))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def save_checkpoint(output_dir: str, step: int, fingerprint: dict[str, Any], model: Any, optimizer: Any,
-                    scheduler: Any, accelerator: Any, keep: int) -> Path:
-    """Write a checkpoint into a temporary folder, then rename it into place; keep the newest `keep`."""
+def save_checkpoint(output_dir: str, step: int, settings: dict[str, Any], accelerator: Accelerator, keep: int) -> Path:
+    """`Accelerator.save_state` into a temporary folder, the settings beside it, then a rename; keep the newest `keep`."""
     final = checkpoint_path(output_dir, step)
     tmp = final.with_name(f".tmp-{final.name}")
     if accelerator.is_main_process:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
     accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        accelerator.save(accelerator.unwrap_model(model).state_dict(), tmp / "model.pt")
-        accelerator.save(optimizer.state_dict(), tmp / "optimizer.pt")
-        accelerator.save(scheduler.state_dict(), tmp / "scheduler.pt")
-    torch.save(rng_state(), tmp / f"rng-{accelerator.process_index}.pt")
+    accelerator.save_state(str(tmp))
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        state = {"global_step": step, "num_processes": accelerator.num_processes, **fingerprint}
-        (tmp / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        write_json_atomic(str(tmp / CHECKPOINT_STATE),
+                          {"global_step": step, "num_processes": accelerator.num_processes, **settings}, indent=2)
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
         for old in checkpoint_steps(output_dir)[:-keep]:
@@ -345,30 +319,20 @@ def save_checkpoint(output_dir: str, step: int, fingerprint: dict[str, Any], mod
     return final
 
 
-def load_latest_checkpoint(output_dir: str, fingerprint: dict[str, Any], model: Any, optimizer: Any,
-                           scheduler: Any, accelerator: Any) -> int:
+def load_latest_checkpoint(output_dir: str, settings: dict[str, Any], accelerator: Accelerator) -> int:
     """Restore the newest complete checkpoint, if any, and return its step (0 when starting fresh)."""
     steps = checkpoint_steps(output_dir)
     if not steps:
         return 0
     folder = checkpoint_path(output_dir, steps[-1])
-    state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
-    for key, value in fingerprint.items():
+    state = json.loads((folder / CHECKPOINT_STATE).read_text(encoding="utf-8"))
+    for key, value in settings.items():
         if state.get(key) != value:
-            raise ExpmrcError(
-                f"{folder}: checkpoint was written with {key} = {state.get(key)}, this run has {value}; "
-                "rerun the original command or use a new --output_dir"
-            )
-    load = lambda name: torch.load(folder / name, map_location="cpu", weights_only=True)  # noqa: E731
-    accelerator.unwrap_model(model).load_state_dict(load("model.pt"))
-    optimizer.load_state_dict(load("optimizer.pt"))
-    scheduler.load_state_dict(load("scheduler.pt"))
-    rng_file = folder / f"rng-{accelerator.process_index}.pt"
-    if rng_file.is_file() and state.get("num_processes") == accelerator.num_processes:
-        set_rng_state(load(rng_file.name))
-    elif accelerator.is_main_process:
-        tqdm.write(f"{folder}: written by {state.get('num_processes')} processes, resumed on "
-                   f"{accelerator.num_processes}: random states start afresh", file=sys.stderr)
-    if accelerator.is_main_process:
-        tqdm.write(f"resuming from {folder} (step {steps[-1]})", file=sys.stderr)
+            raise ExpmrcError(f"{folder}: checkpoint was written with {key} = {state.get(key)}, this run has {value}; "
+                              "rerun the original command or use a new --output_dir")
+    accelerator.load_state(str(folder))  # model, optimizer, scheduler and this process's random states
+    if state.get("num_processes") != accelerator.num_processes:
+        logger.warning(f"{folder}: written by {state.get('num_processes')} processes, resumed on "
+                       f"{accelerator.num_processes}: the batches stay the same, dropout draws do not")
+    logger.info(f"resuming from {folder} (step {steps[-1]})")
     return int(state["global_step"])

@@ -1,37 +1,36 @@
-"""The run directory's record, run_info.json: what ran, on what, and whether it finished.
+"""The run directory: every file a baseline run writes is named here, and run_info.json records the run.
 
-`expmrc collect` trusts only runs whose status is "finished"; a run writes "running" when it starts,
-"finished" (with its global step) when it ends, and "failed" with the error when it stops on one.
-A killed run leaves "running" behind, which counts as not finished. Only the main process writes.
+    OUTPUT_DIR/
+      run_info.json          what ran, on what, and how it ended (below)
+      dev_predictions.json   the submission          dev_nbest.json   n-best answers and evidence
+      model/                 the fine-tuned model (a complete Hugging Face folder)
+      checkpoints/step-N/    resumable checkpoints (Accelerator.save_state + expmrc_state.json)
+      cache/                 feature caches          train_log.jsonl  loss every --logging_steps
+
+`run_info.json` says "running" when a run starts, then "finished" (with its global step), "failed"
+with the error, or "interrupted" (Ctrl-C or SIGTERM) with the step the same command resumes from. A
+killed run leaves "running" behind. `expmrc collect` trusts only "finished" runs. A rerun that stops
+on an error never rewrites the record of a run that had finished. Only the main process writes.
 """
 
 from __future__ import annotations
 
+import signal
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from expmrc.data.io import write_json_atomic
+from expmrc.data.io import read_json, write_json_atomic
+from expmrc.data.submissions import NBEST_FILE, PREDICTIONS_FILE
+from expmrc.errors import ExpmrcError
 
 RUN_INFO = "run_info.json"
-
-
-def run_info_base(task: str, args: Any, model: str) -> dict[str, Any]:
-    """The fields of run_info.json known when a run starts, from the parsed flags."""
-    from expmrc.training.flags import flag_values
-
-    return {
-        "task": task,
-        "task_name": args.task_name,
-        "predict_file": args.predict_file,
-        "train_file": args.train_file,
-        "loss_lambda": float(args.loss_lambda),
-        "rand_seed": int(args.rand_seed),
-        "model": model,
-        "status": "running",
-        "global_step": 0,
-        "flags": flag_values(args),
-    }
+MODEL_DIR = "model"
+CHECKPOINT_DIR = "checkpoints"
+CHECKPOINT_STATE = "expmrc_state.json"
+CACHE_DIR = "cache"
+LOG_FILE = "train_log.jsonl"
+OUTPUTS = (RUN_INFO, PREDICTIONS_FILE, NBEST_FILE, MODEL_DIR, CHECKPOINT_DIR, CACHE_DIR, LOG_FILE)
 
 
 def write_run_info(output_dir: str, info: dict[str, Any]) -> None:
@@ -39,18 +38,51 @@ def write_run_info(output_dir: str, info: dict[str, Any]) -> None:
     write_json_atomic(str(Path(output_dir) / RUN_INFO), dict(sorted(info.items())), indent=2)
 
 
+def read_run_info(output_dir: str) -> dict[str, Any] | None:
+    """The run_info.json of a run directory, or None when there is none or it cannot be read."""
+    path = Path(output_dir) / RUN_INFO
+    if not path.is_file():
+        return None
+    try:
+        info = read_json(str(path), "run record")
+    except ExpmrcError:
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 @contextmanager
-def recorded_run(output_dir: str, info: dict[str, Any], is_main_process: bool = True) -> Iterator[dict[str, Any]]:
-    """Mark the run "running", hand `info` to the body to fill in, then mark it "finished" or "failed"."""
+def recorded_run(output_dir: str, info: dict[str, Any], is_main_process: bool = True,
+                 resumable_step: Callable[[], int] = lambda: 0) -> Iterator[dict[str, Any]]:
+    """Mark the run "running", hand `info` to the body to fill in, then record how it ended (module docstring).
+
+    `resumable_step` tells, after an interruption, the newest checkpoint's step.
+    """
+    previous = read_run_info(output_dir) if is_main_process else None
     if is_main_process:
         write_run_info(output_dir, {**info, "status": "running"})
+    handler = signal.signal(signal.SIGTERM, _raise_interrupt) if is_main_process else None
     try:
         yield info
+    except KeyboardInterrupt:
+        if is_main_process:
+            step = resumable_step()
+            write_run_info(output_dir, {**info, "status": "interrupted", "resumable_from_step": step,
+                                        "error": f"interrupted; the same command resumes from step {step}"})
+        raise
     except BaseException as exc:
         if is_main_process:
-            message = str(exc) or type(exc).__name__
-            write_run_info(output_dir, {**info, "status": "failed", "error": message})
+            if previous is not None and previous.get("status") == "finished":
+                write_run_info(output_dir, previous)  # a refused rerun leaves the finished record as it was
+            else:
+                write_run_info(output_dir, {**info, "status": "failed", "error": str(exc) or type(exc).__name__})
         raise
+    finally:
+        if handler is not None:
+            signal.signal(signal.SIGTERM, handler)
     if is_main_process:
         info["status"] = "finished"
         info.pop("error", None)

@@ -1,7 +1,7 @@
-"""The span-extraction baseline (the body of baseline/run_se_mrc.py): what it does its own way.
+"""The span-extraction baseline (the body of baseline/run_se_mrc.py): its flags, data and model.
 
-Its flags, how a file's subset is found, its features, model and decoding; the run itself (train,
-save, predict, write, score, run_info.json) is `expmrc.baseline_run.run_baseline`.
+The run itself (check, train, save, predict, decode, write, score, run_info.json) is
+`expmrc.training.baseline.run_baseline`.
 """
 
 from __future__ import annotations
@@ -9,19 +9,23 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from expmrc.training.baseline import BaselineTask, cached_features, run_baseline
-from expmrc.data.datasets import SPAN_SUBSETS, Dataset, load_dataset, subset_from_version
+from expmrc.data.datasets import SPAN_SUBSETS, Dataset, load_dataset, resolve_dataset_path, subset_from_version
 from expmrc.data.io import read_json
 from expmrc.errors import ExpmrcError
+from expmrc.features.span import build_span_features
+from expmrc.models.span import SpanModel
+from expmrc.training.baseline import BaselineTask, run_baseline
 from expmrc.training.flags import build_parser
 
 DESCRIPTION = """\
-Train and run the span-extraction baseline (SQuAD, CMRC 2018): BERT with an answer head and an
+Train and run the span-extraction baseline (SQuAD, CMRC 2018): any encoder with an answer head and an
 evidence head, loss = answer loss + loss_lambda * evidence loss.
 
-example:
-  python baseline/run_se_mrc.py --model_name_or_path PLM_DIR --do_train True --train_file train.json \\
-      --do_predict True --predict_file expmrc-squad-dev.json --output_dir runs/squad-seed1
+examples:
+  python baseline/run_se_mrc.py --model_name_or_path roberta-base --do_train True --train_file train.json \\
+      --do_predict True --predict_file squad --output_dir runs/squad-seed1
+  python baseline/run_se_mrc.py --bert_config_file BERT/bert_config.json --vocab_file BERT/vocab.txt \\
+      --init_checkpoint BERT/bert_model.ckpt --do_train True --train_file train.json --output_dir runs/x
 """
 
 
@@ -36,8 +40,10 @@ def span_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def span_subset(path: str, task_name: str) -> str:
-    """The subset of a span file: from its `version`, else --task_name (SQuAD's own files say only "1.1")."""
+def load_span_dataset(path: str, task_name: str) -> Dataset:
+    """A SQuAD-style file (or subset name): its subset from its `version`, else --task_name (SQuAD's own
+    files say only "1.1")."""
+    path = resolve_dataset_path(path)
     doc = read_json(path, "dataset file")
     version = str(doc.get("version", "")) if isinstance(doc, dict) else ""
     subset = subset_from_version(version) or (task_name if task_name in SPAN_SUBSETS else None)
@@ -46,46 +52,28 @@ def span_subset(path: str, task_name: str) -> str:
                           f"a span-extraction subset ({', '.join(SPAN_SUBSETS)})")
     if subset not in SPAN_SUBSETS:
         raise ExpmrcError(f"{path}: is a {subset} (multiple-choice) file; run_se_mrc.py needs span extraction data")
-    return subset
+    return load_dataset(path, subset)
 
 
-def span_features(args: argparse.Namespace, path: str, cache_path: str, tokenizer: Any, is_training: bool,
-                  accelerator: Any) -> tuple[Dataset, Any, Any]:
-    """The dataset and its windows, from the feature cache when it is still valid."""
-    from expmrc.features.span import build_span_features, features_from_payload, features_to_payload
+def span_features(questions: Any, tokenizer: Any, args: argparse.Namespace, is_training: bool, token_types: bool,
+                  progress: bool) -> Any:
+    """The windows of span-extraction questions under the flags' lengths."""
+    return build_span_features(questions, tokenizer, args.max_seq_length, args.doc_stride, args.max_query_length,
+                               is_training, token_types, progress)
 
-    dataset = load_dataset(path, span_subset(path, args.task_name))
-    settings = {"task": "span", "max_seq_length": args.max_seq_length, "doc_stride": args.doc_stride,
-                "max_query_length": args.max_query_length, "is_training": is_training}
-    features, report = cached_features(
-        path, cache_path, settings, tokenizer, accelerator, features_to_payload, features_from_payload,
-        lambda: build_span_features(dataset.questions, tokenizer, args.max_seq_length, args.doc_stride,
-                                    args.max_query_length, is_training, accelerator.is_local_main_process))
-    return dataset, features, report
+
+SPAN_TASK = BaselineTask(
+    kind="span",
+    parser=span_parser,
+    positive_flags=("max_query_length", "max_evidence_length", "n_best_size"),
+    load=load_span_dataset,
+    settings=lambda args: {"max_seq_length": args.max_seq_length, "doc_stride": args.doc_stride,
+                           "max_query_length": args.max_query_length},
+    features=span_features,
+    model_class=SpanModel,
+)
 
 
 def run_span(argv: list[str] | None = None) -> int:
     """Parse the flags and run the span-extraction baseline; returns the exit status."""
-    from expmrc.data.submissions import write_predictions
-    from expmrc.decoding.span import decode_span_predictions
-    from expmrc.features.span import SpanDataset, collate_span
-    from expmrc.models.span import SpanModel
-
-    def decode(questions: Any, features: Any, outputs: Any, args: argparse.Namespace) -> tuple[dict, dict]:
-        return decode_span_predictions(questions, features, outputs, args.n_best_size, args.max_answer_length,
-                                       args.max_evidence_length)
-
-    task = BaselineTask(
-        kind="span",
-        parser=span_parser,
-        positive_flags=("max_query_length", "max_evidence_length", "n_best_size"),
-        features=span_features,
-        dataset=SpanDataset,
-        collate=lambda tokenizer: collate_span,  # pads with zeros under a zero attention mask, whatever the vocabulary
-        model=SpanModel,
-        pooling=False,
-        heads="answer",
-        decode=decode,
-        write_outputs=write_predictions,
-    )
-    return run_baseline(task, argv)
+    return run_baseline(SPAN_TASK, argv)

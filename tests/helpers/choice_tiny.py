@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from transformers import BertConfig, BertModel, BertTokenizer
+from transformers import BertConfig, BertTokenizer
 
 from expmrc.data.datasets import ChoiceQuestion
 
@@ -34,11 +34,6 @@ def tiny_config(vocab_size: int, hidden: int = 64, layers: int = 2, max_position
         intermediate_size=hidden * 2, max_position_embeddings=max_positions, type_vocab_size=2,
         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
     )
-
-
-def tiny_encoder(vocab_size: int, **kwargs) -> BertModel:
-    """A randomly initialised tiny BertModel with a pooler."""
-    return BertModel(tiny_config(vocab_size, **kwargs), add_pooling_layer=True)
 
 
 def question(qid: str, passage: str, q: str, options: list[str], answer: str, evidences=None) -> ChoiceQuestion:

@@ -19,11 +19,13 @@ def _name(rng: random.Random) -> str:
     return "".join(rng.choice("bcdfghjklmnpqrstvwxz") + rng.choice("aeiou") for _ in range(rng.randint(1, 2)))
 
 
-def make_question(rng: random.Random, qid: str, max_sentences: int = 6) -> dict:
-    """One paragraph with one question, in SQuAD format with `evidences`."""
+def make_question(rng: random.Random, qid: str, max_sentences: int = 6, names: list[str] | None = None) -> dict:
+    """One paragraph with one question, in SQuAD format with `evidences`; the answer is a made-up name, or one of
+    `names` when given."""
     sentences = [" ".join(rng.choice(FILLER) for _ in range(rng.randint(3, 6))) + " ."
                  for _ in range(rng.randint(2, max_sentences))]
-    fact, name = rng.choice(sorted(FACTS)), _name(rng)
+    fact = rng.choice(sorted(FACTS))
+    name = rng.choice(names) if names else _name(rng)
     evidence = f"the {fact} is {name} ."
     sentences.insert(rng.randint(0, len(sentences)), evidence)
     context = " ".join(sentences)
@@ -34,10 +36,10 @@ def make_question(rng: random.Random, qid: str, max_sentences: int = 6) -> dict:
 
 
 def make_span_file(path: Path, count: int, seed: int, max_sentences: int = 6,
-                   version: str = "expmrc-squad-generated") -> Path:
+                   version: str = "expmrc-squad-generated", names: list[str] | None = None) -> Path:
     """Write `count` generated questions to `path` as an ExpMRC span-extraction file."""
     rng = random.Random(seed)
-    paragraphs = [make_question(rng, f"q{seed}-{i}", max_sentences) for i in range(count)]
+    paragraphs = [make_question(rng, f"q{seed}-{i}", max_sentences, names) for i in range(count)]
     doc = {"version": version, "data": [{"title": "generated", "paragraphs": paragraphs}]}
     path.write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
     return path

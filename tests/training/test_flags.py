@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from expmrc.errors import ExpmrcError
-from expmrc.training.flags import build_parser, check_flags, train_config_from_flags
+from expmrc.training.baseline import train_config
+from expmrc.training.flags import build_parser, check_flags
 
 
 def parse(task, *argv):
@@ -45,7 +46,7 @@ def test_original_script_line_parses_into_a_train_config():
                  "--train_tfrecord=t.pt", "--predict_tfrecord=p.pt", "--mixed_precision=bf16",
                  "--gradient_accumulation_steps=2", "--max_steps=10", "--logging_steps=5")
     check_flags(args)
-    config = train_config_from_flags(args)
+    config = train_config(args)
     assert (config.train_batch_size, config.seed, config.learning_rate, config.max_steps) == (16, 7, 5e-5, 10)
     assert (config.mixed_precision, config.gradient_accumulation_steps, config.save_checkpoints_steps) == ("bf16", 2, 500)
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from expmrc.errors import ExpmrcError
 from expmrc.training.loop import (TrainConfig, batch_indices, checkpoint_steps, make_accelerator, parameter_groups,
@@ -30,29 +31,37 @@ class Toy(torch.nn.Module):
         return result
 
 
-def toy_data(n: int = 40) -> list[dict[str, torch.Tensor]]:
-    g = torch.Generator().manual_seed(7)
-    xs = torch.randn(n, 4, generator=g)
-    ys = xs @ torch.tensor([1.0, -2.0, 0.5, 3.0])
-    return [{"x": xs[i], "y": ys[i]} for i in range(n)]
+class ToyData:
+    """A regression set the loop batches by index, as it batches feature tables."""
+
+    def __init__(self, n: int = 40) -> None:
+        g = torch.Generator().manual_seed(7)
+        self.x = torch.randn(n, 4, generator=g)
+        self.y = self.x @ torch.tensor([1.0, -2.0, 0.5, 3.0])
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def batch(self, indices):
+        return {"x": self.x[indices], "y": self.y[indices]}
 
 
-def collate(items):
-    return {key: torch.stack([item[key] for item in items]) for key in items[0]}
+def toy_data(n: int = 40) -> ToyData:
+    return ToyData(n)
 
 
-class CrashingData(list):
-    """Data that raises after `limit` item reads: a run dying mid-way, after some checkpoints."""
+class CrashingData(ToyData):
+    """Data that raises after `limit` items are read: a run dying mid-way, after some checkpoints."""
 
-    def __init__(self, items, limit):
-        super().__init__(items)
+    def __init__(self, limit):
+        super().__init__()
         self.reads, self.limit = 0, limit
 
-    def __getitem__(self, index):
-        self.reads += 1
+    def batch(self, indices):
+        self.reads += len(indices)
         if self.reads > self.limit:
             raise RuntimeError("simulated crash")
-        return super().__getitem__(index)
+        return super().batch(indices)
 
 
 def config(tmp_path, **overrides) -> TrainConfig:
@@ -87,8 +96,8 @@ def test_training_lowers_the_loss_and_logs(tmp_path):
     cfg = config(tmp_path, max_steps=60, save_checkpoints_steps=100)
     model, accelerator = fresh_run(cfg)
     data = toy_data()
-    before = float(collate(data)["y"].var())
-    result = train(model, data, collate, cfg, accelerator)
+    before = float(data.y.var())
+    result = train(model, data, cfg, accelerator)
     assert result.global_step == 60 and result.resumed_from == 0
     assert result.last_loss < 0.3 * before
     log = [json.loads(line) for line in (tmp_path / "train_log.jsonl").read_text().splitlines()]
@@ -100,44 +109,44 @@ def test_crashed_run_resumes_to_the_same_weights(tmp_path):
     straight = tmp_path / "straight"
     cfg = config(straight)
     model, accelerator = fresh_run(cfg)
-    train(model, toy_data(), collate, cfg, accelerator)
+    train(model, toy_data(), cfg, accelerator)
 
     broken = tmp_path / "broken"
     cfg = config(broken)
     model, accelerator = fresh_run(cfg)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        train(model, CrashingData(toy_data(), limit=8 * 6 + 3), collate, cfg, accelerator)
+        train(model, CrashingData(limit=8 * 6 + 3), cfg, accelerator)
     assert checkpoint_steps(str(broken)) == [4]
     assert not list((broken / "checkpoints").glob(".tmp-*"))
 
     model, accelerator = fresh_run(cfg)
-    result = train(model, toy_data(), collate, cfg, accelerator)
+    result = train(model, toy_data(), cfg, accelerator)
     assert result.resumed_from == 4
     assert checkpoint_steps(str(broken)) == [8, 12]  # keep_checkpoints=2
-    final = lambda run: torch.load(run / "checkpoints/step-00000012/model.pt", weights_only=True)  # noqa: E731
+    final = lambda run: load_file(str(run / "checkpoints/step-00000012/model.safetensors"))  # noqa: E731
     for name, tensor in final(straight).items():
         assert torch.equal(tensor, final(broken)[name]), name
 
     # the same command once more: nothing left to train
     model, accelerator = fresh_run(cfg)
-    assert train(model, toy_data(), collate, cfg, accelerator).resumed_from == 12
+    assert train(model, toy_data(), cfg, accelerator).resumed_from == 12
 
 
 def test_resume_refuses_a_different_batch_size(tmp_path):
     cfg = config(tmp_path, max_steps=4)
     model, accelerator = fresh_run(cfg)
-    train(model, toy_data(), collate, cfg, accelerator)
+    train(model, toy_data(), cfg, accelerator)
     cfg = config(tmp_path, max_steps=4, train_batch_size=4)
     model, accelerator = fresh_run(cfg)
     with pytest.raises(ExpmrcError, match="train_batch_size = 8, this run has 4"):
-        train(model, toy_data(), collate, cfg, accelerator)
+        train(model, toy_data(), cfg, accelerator)
 
 
 def test_batch_size_must_split_over_accumulation_steps(tmp_path):
     cfg = config(tmp_path, train_batch_size=6, gradient_accumulation_steps=4)
     model, accelerator = fresh_run(cfg)
     with pytest.raises(ExpmrcError, match="divisible by 1 processes × 4"):
-        train(model, toy_data(), collate, cfg, accelerator)
+        train(model, toy_data(), cfg, accelerator)
 
 
 def test_accumulation_matches_one_big_batch(tmp_path):
@@ -146,7 +155,7 @@ def test_accumulation_matches_one_big_batch(tmp_path):
         cfg = config(tmp_path / str(steps), gradient_accumulation_steps=steps, max_steps=6)
         model, accelerator = fresh_run(cfg)
         model.drop.p = 0.0  # dropout draws differ by micro-batch shape; the gradients must not
-        train(model, toy_data(), collate, cfg, accelerator)
+        train(model, toy_data(), cfg, accelerator)
         results.append(model.out.weight.detach().clone())
     assert torch.allclose(results[0], results[1], atol=1e-5)
 
@@ -155,9 +164,17 @@ def test_predict_returns_every_item_in_order(tmp_path):
     cfg = config(tmp_path)
     model, accelerator = fresh_run(cfg)
     data = toy_data(13)
-    outputs = predict(model, data, collate, batch_size=5, accelerator=accelerator)
+    outputs = predict(model, data, batch_size=5, accelerator=accelerator)
     assert len(outputs) == 13 and set(outputs[0]) == {"pred"}
     model.eval()
     with torch.no_grad():
-        expected = model(collate(data)["x"])["pred"].numpy()
+        expected = model(data.x)["pred"].numpy()
     assert [float(o["pred"]) for o in outputs] == pytest.approx(expected.tolist(), abs=1e-6)
+
+
+def test_a_loss_that_stops_being_finite_ends_the_run_naming_the_step_and_saves_nothing(tmp_path):
+    cfg = config(tmp_path, learning_rate=1e30, max_steps=8, warmup_proportion=0.0, max_grad_norm=0.0)
+    model, accelerator = fresh_run(cfg)
+    with pytest.raises(ExpmrcError, match=r"step \d: the loss is (nan|inf); training stopped"):
+        train(model, toy_data(), cfg, accelerator)
+    assert checkpoint_steps(str(tmp_path)) == []

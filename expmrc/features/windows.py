@@ -1,0 +1,389 @@
+"""What both tasks share between questions and model rows: windows, labels and the table they live in.
+
+- **Rows.** A window is one or more rows of token ids (one for span extraction, one per option for
+  multiple choice) laid out by the tokenizer's own pair template. The passage tokens of a window sit
+  at the same positions `passage_pos .. passage_pos + n` of every row; `null_pos` is the position of
+  the template's first special token, the label of "not in this window".
+- **Windows.** A passage of `n` tokens is covered by windows of `capacity` tokens whose starts are
+  `step` (`--doc_stride`) tokens apart, until a window reaches the end (`window_starts`). Each
+  passage token is trusted in the one window where it has the most context on both sides
+  (`max_context`), which is where decoding judges a span starting at it.
+- **Labels.** A character span becomes the first and last passage token overlapping it; a window is
+  labelled with those positions when both lie inside it, else with `null_pos`. Labels never come from
+  rebuilt text, so every label maps back to exact passage characters.
+- **Locating evidence.** One policy for both tasks (`locate_evidence`): each evidence string,
+  stripped, is looked for verbatim; of several occurrences, the one holding the answer, else the one
+  nearest to it, else the first; an evidence found nowhere verbatim is looked for once more letting
+  any run of whitespace match any other ("repaired"); else it is "not found" and the question's
+  evidence loss is masked, never guessed.
+- **The table.** Windows are stored column by column in flat arrays (`FeatureTable`): token ids of
+  every row back to back with row pointers, per-window labels and positions, and the passage offsets
+  and max-context flags decoding needs. Flat arrays cache and load in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from expmrc.errors import ExpmrcError
+
+IGNORE = -100  # a label value the loss skips
+
+
+@dataclass(frozen=True)
+class PairTemplate:
+    """A tokenizer's pair layout: the special token ids before A, between A and B and after B, and the
+    token type of each of the five parts (None when the model takes no token types)."""
+
+    before: tuple[int, ...]
+    between: tuple[int, ...]
+    after: tuple[int, ...]
+    types: tuple[int, int, int, int, int] | None
+
+    @classmethod
+    def of(cls, tokenizer: Any, token_types: bool) -> "PairTemplate":
+        """Read the template off the tokenizer by encoding a pair of one-token texts."""
+        encoded = tokenizer("a", "b", add_special_tokens=True, return_token_type_ids=True)
+        sequence = encoded.sequence_ids(0) if hasattr(encoded, "sequence_ids") else None
+        ids = list(encoded["input_ids"])
+        if sequence is None or 0 not in sequence or 1 not in sequence:
+            raise ExpmrcError(f"the tokenizer ({type(tokenizer).__name__}) does not mark the two texts of a pair; "
+                              "a fast tokenizer is needed")
+        a = [i for i, s in enumerate(sequence) if s == 0]
+        b = [i for i, s in enumerate(sequence) if s == 1]
+        before, between, after = ids[:a[0]], ids[a[-1] + 1:b[0]], ids[b[-1] + 1:]
+        types = None
+        if token_types:
+            tt = list(encoded.get("token_type_ids") or [0] * len(ids))
+            part = lambda positions, default: tt[positions[0]] if positions else default  # noqa: E731
+            types = (part(range(0, a[0]), tt[a[0]]), tt[a[0]], part(range(a[-1] + 1, b[0]), tt[a[0]]),
+                     tt[b[0]], part(range(b[-1] + 1, len(ids)), tt[b[0]]))
+        return cls(tuple(before), tuple(between), tuple(after), types)
+
+    @property
+    def specials(self) -> int:
+        """How many special tokens a pair adds."""
+        return len(self.before) + len(self.between) + len(self.after)
+
+    def null_pos(self, a_length: int) -> int:
+        """The position of the row's first special token, the "not here" label (A has `a_length` tokens)."""
+        return 0 if self.before else a_length
+
+    def build(self, a: Sequence[int], b: Sequence[int]) -> tuple[list[int], list[int] | None]:
+        """The row for texts A and B (token ids without specials) and its token types."""
+        ids = [*self.before, *a, *self.between, *b, *self.after]
+        if self.types is None:
+            return ids, None
+        parts = (self.before, a, self.between, b, self.after)
+        return ids, [t for part, t in zip(parts, self.types) for _ in range(len(part))]
+
+
+def uses_token_types(tokenizer: Any, config: Any) -> bool:
+    """Whether rows carry token type ids: only when the tokenizer makes them and the model has types."""
+    return "token_type_ids" in getattr(tokenizer, "model_input_names", ()) and \
+        int(getattr(config, "type_vocab_size", 0) or 0) > 1
+
+
+def window_starts(num_tokens: int, capacity: int, step: int) -> list[int]:
+    """The first token of each window: every `step` tokens until a window reaches the passage end."""
+    starts = [0]
+    while starts[-1] + capacity < num_tokens:
+        starts.append(starts[-1] + min(step, capacity))
+    return starts
+
+
+def max_context(starts: Sequence[int], lengths: Sequence[int], num_tokens: int) -> list[list[bool]]:
+    """Per window, whether each of its tokens has more context there than in any other window.
+
+    A token's context in a window is min(tokens before it, tokens after it) there; ties go to the
+    earlier window, so every token is trusted in exactly one window.
+    """
+    best = [(-1, -1)] * num_tokens  # token -> (context, window)
+    for w, (start, length) in enumerate(zip(starts, lengths)):
+        for i in range(length):
+            context = min(i, length - 1 - i)
+            if context > best[start + i][0]:
+                best[start + i] = (context, w)
+    return [[best[start + i][1] == w for i in range(length)] for w, (start, length) in enumerate(zip(starts, lengths))]
+
+
+def char_span_to_tokens(offsets: Sequence[Sequence[int]], start: int, end: int) -> tuple[int, int] | None:
+    """The first and last token overlapping characters [start, end), or None when none does."""
+    first = last = None
+    for index, (token_start, token_end) in enumerate(offsets):
+        if token_end > start and token_start < end and token_end > token_start:
+            if first is None:
+                first = index
+            last = index
+    return None if first is None else (first, last)
+
+
+def window_label(tokens: tuple[int, int] | None, start: int, end: int, passage_pos: int,
+                 null_pos: int) -> tuple[int, int]:
+    """Row positions of a token span lying wholly inside passage tokens [start, end), else the null position."""
+    if tokens is None or tokens[0] < start or tokens[1] >= end:
+        return null_pos, null_pos
+    return passage_pos + tokens[0] - start, passage_pos + tokens[1] - start
+
+
+def _occurrences(text: str, needle: str) -> list[tuple[int, int]]:
+    spans, at = [], text.find(needle)
+    while at != -1:
+        spans.append((at, at + len(needle)))
+        at = text.find(needle, at + 1)
+    return spans
+
+
+def _preferred(spans: list[tuple[int, int]], near: tuple[int, int] | None) -> tuple[int, int]:
+    """Of several occurrences: the one holding `near`, else the nearest to it, else the first."""
+    if near is None:
+        return spans[0]
+    holding = [s for s in spans if s[0] <= near[0] and near[1] <= s[1]]
+    if holding:
+        return holding[0]
+    return min(spans, key=lambda s: (abs(s[0] - near[0]), s[0]))
+
+
+def locate_evidence(passage: str, evidences: Sequence[Any] | None,
+                    answer: tuple[int, int] | None = None) -> tuple[tuple[int, int] | None, str]:
+    """The character span of a question's evidence in its passage and how it was found (module docstring).
+
+    The status is "found", "repaired" (found only with whitespace runs matching each other),
+    "not_found" or "missing" (no non-empty evidence string given).
+    """
+    texts = [str(e).strip() for e in evidences or [] if str(e).strip()]
+    if not texts:
+        return None, "missing"
+    for text in texts:
+        spans = _occurrences(passage, text)
+        if spans:
+            return _preferred(spans, answer), "found"
+    for text in texts:
+        pattern = re.compile(r"\s+".join(re.escape(piece) for piece in text.split()))
+        spans = [m.span() for m in pattern.finditer(passage)]
+        if spans:
+            return _preferred(spans, answer), "repaired"
+    return None, "not_found"
+
+
+def locate_answer(passage: str, answer: str, given: Any) -> tuple[tuple[int, int] | None, bool]:
+    """The character span of a span answer: at `given` (its `answer_start`) when the text is there, else the
+    occurrence nearest to it (the first when none is given); and whether it had to be moved."""
+    if isinstance(given, int) and not isinstance(given, bool) and passage[given:given + len(answer)] == answer:
+        return (given, given + len(answer)), False
+    spans = _occurrences(passage, answer)
+    if not spans:
+        return None, False
+    near = given if isinstance(given, int) and not isinstance(given, bool) else 0
+    return min(spans, key=lambda s: (abs(s[0] - near), s[0])), True
+
+
+@dataclass
+class FeatureReport:
+    """What building features met, counted per question with a few example ids, for the log and run_info.json."""
+
+    questions: int = 0
+    windows: int = 0
+    multi_window_questions: int = 0
+    question_truncated: int = 0  # question (and option) tokens cut to fit --max_query_length
+    no_window: int = 0  # questions that gave no window (predicted as empty answers)
+    skipped: int = 0  # training questions left out (the reasons below)
+    empty_passage: int = 0
+    answer_not_found: int = 0  # span answer text not in the passage, empty, or only dropped characters
+    answer_start_repaired: int = 0
+    bad_answer_label: int = 0  # multiple choice: the gold label names no option
+    no_options: int = 0
+    answer_outside_all_windows: int = 0  # the answer is longer than any window: only null labels
+    evidence_missing: int = 0  # no evidence string: the evidence loss is masked
+    evidence_not_found: int = 0  # evidence given but found nowhere in the passage: masked
+    evidence_whitespace_repaired: int = 0
+    tokens: int = 0  # question and passage tokens written into rows (specials excluded)
+    unknown_tokens: int = 0  # of those, the tokenizer's unknown token
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def note(self, problem: str, qid: str) -> None:
+        """Count one question under `problem`, keeping the first five ids as examples."""
+        setattr(self, problem, getattr(self, problem) + 1)
+        ids = self.examples.setdefault(problem, [])
+        if len(ids) < 5:
+            ids.append(qid)
+
+    @property
+    def unknown_share(self) -> float:
+        """The share of tokens that are the unknown token (0 when there are none)."""
+        return self.unknown_tokens / self.tokens if self.tokens else 0.0
+
+    def summary(self) -> str:
+        """One line: questions, windows, the unknown-token share and every non-zero problem with examples."""
+        text = f"{self.questions} questions -> {self.windows} windows; unknown tokens {100 * self.unknown_share:.2f}%"
+        for name in (f.name for f in fields(self)):
+            value = getattr(self, name)
+            if name in ("questions", "windows", "tokens", "unknown_tokens", "examples") or not value:
+                continue
+            example = f" (e.g. {', '.join(self.examples[name])})" if self.examples.get(name) else ""
+            text += f"; {name.replace('_', ' ')}: {value}{example}"
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counts (and the unknown-token share) as JSON-ready values, for run_info.json."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["unknown_share"] = round(self.unknown_share, 6)
+        return out
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "FeatureReport":
+        """The inverse of `as_dict`."""
+        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
+
+
+# per-window columns (int32) and their value when not set
+WINDOW_COLUMNS = {"question_index": 0, "passage_pos": 0, "null_pos": 0, "start_positions": IGNORE,
+                  "end_positions": IGNORE, "labels": IGNORE, "evidence_start": IGNORE, "evidence_end": IGNORE}
+
+
+class FeatureTable:
+    """Every window of a dataset, column by column (see the module docstring)."""
+
+    def __init__(self, task: str, arrays: dict[str, np.ndarray]) -> None:
+        self.task = task
+        self.arrays = arrays
+        for name, value in arrays.items():
+            setattr(self, name, value)
+
+    def __len__(self) -> int:
+        return len(self.question_index)
+
+    def rows(self, window: int) -> range:
+        """The row numbers of a window."""
+        return range(int(self.window_ptr[window]), int(self.window_ptr[window + 1]))
+
+    def row_ids(self, row: int) -> np.ndarray:
+        """The token ids of one row."""
+        return self.input_ids[self.row_ptr[row]:self.row_ptr[row + 1]]
+
+    def passage(self, window: int) -> tuple[np.ndarray, np.ndarray]:
+        """The character offsets ([n, 2]) and max-context flags ([n]) of a window's passage tokens."""
+        a, b = int(self.passage_ptr[window]), int(self.passage_ptr[window + 1])
+        return self.offsets[a:b], self.max_context[a:b]
+
+    def lengths(self) -> np.ndarray:
+        """The longest row of each window, in tokens (what a batch pads to)."""
+        row_lengths = np.diff(self.row_ptr)
+        return np.maximum.reduceat(row_lengths, self.window_ptr[:-1]) if len(self) else np.zeros(0, np.int64)
+
+    def windows_of(self) -> dict[int, list[int]]:
+        """question index -> its windows, in order."""
+        grouped: dict[int, list[int]] = {}
+        for window, question in enumerate(self.question_index.tolist()):
+            grouped.setdefault(question, []).append(window)
+        return grouped
+
+
+class TableBuilder:
+    """Collects windows one by one and packs them into a FeatureTable."""
+
+    def __init__(self, task: str, token_types: bool) -> None:
+        self.task = task
+        self.token_types = token_types
+        self.ids: list[int] = []
+        self.types: list[int] = []
+        self.row_ptr = [0]
+        self.window_ptr = [0]
+        self.columns: dict[str, list[int]] = {name: [] for name in WINDOW_COLUMNS}
+        self.offsets: list[tuple[int, int]] = []
+        self.flags: list[bool] = []
+        self.passage_ptr = [0]
+
+    def add(self, rows: Sequence[tuple[list[int], list[int] | None]], offsets: Sequence[Sequence[int]],
+            flags: Sequence[bool], **columns: int) -> None:
+        """Add one window: its rows (ids, token types), its passage offsets and flags, and its columns."""
+        for ids, types in rows:
+            self.ids.extend(ids)
+            if self.token_types:
+                self.types.extend(types)
+            self.row_ptr.append(len(self.ids))
+        self.window_ptr.append(len(self.row_ptr) - 1)
+        for name, default in WINDOW_COLUMNS.items():
+            self.columns[name].append(columns.get(name, default))
+        self.offsets.extend((int(a), int(b)) for a, b in offsets)
+        self.flags.extend(bool(f) for f in flags)
+        self.passage_ptr.append(len(self.offsets))
+
+    def build(self) -> FeatureTable:
+        """The packed table."""
+        arrays = {
+            "input_ids": np.asarray(self.ids, dtype=np.int32),
+            "row_ptr": np.asarray(self.row_ptr, dtype=np.int64),
+            "window_ptr": np.asarray(self.window_ptr, dtype=np.int64),
+            "passage_ptr": np.asarray(self.passage_ptr, dtype=np.int64),
+            "offsets": np.asarray(self.offsets, dtype=np.int32).reshape(-1, 2),
+            "max_context": np.asarray(self.flags, dtype=np.bool_),
+            **{name: np.asarray(values, dtype=np.int32) for name, values in self.columns.items()},
+        }
+        if self.token_types:
+            arrays["token_type_ids"] = np.asarray(self.types, dtype=np.int8)
+        return FeatureTable(self.task, arrays)
+
+
+class WindowDataset:
+    """A FeatureTable as the model's batches: `batch(windows)` pads rows to the longest and adds masks."""
+
+    def __init__(self, table: FeatureTable, with_labels: bool, pad_id: int) -> None:
+        self.table = table
+        self.with_labels = with_labels
+        self.pad_id = pad_id
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def batch(self, windows: Sequence[int]) -> dict[str, torch.Tensor]:
+        """The padded tensors of these windows: [batch, length] for span extraction, [batch, options,
+        length] for multiple choice, with `attention_mask`, `passage_mask` (the null position and the
+        passage tokens: where evidence and answer spans may point) and, for choice, `option_mask`."""
+        t = self.table
+        rows = [list(t.rows(w)) for w in windows]
+        width = max(len(r) for r in rows)
+        length = max(int(t.row_ptr[r + 1] - t.row_ptr[r]) for group in rows for r in group)
+        shape = (len(windows), width, length)
+        input_ids = np.full(shape, self.pad_id, dtype=np.int64)
+        attention = np.zeros(shape, dtype=np.int64)
+        types = np.zeros(shape, dtype=np.int64) if "token_type_ids" in t.arrays else None
+        passage_mask = np.zeros((len(windows), length), dtype=np.int64)
+        option_mask = np.zeros((len(windows), width), dtype=np.int64)
+        for b, (window, group) in enumerate(zip(windows, rows)):
+            for o, row in enumerate(group):
+                a, z = int(t.row_ptr[row]), int(t.row_ptr[row + 1])
+                input_ids[b, o, :z - a] = t.input_ids[a:z]
+                attention[b, o, :z - a] = 1
+                if types is not None:
+                    types[b, o, :z - a] = t.token_type_ids[a:z]
+            attention[b, len(group):, 0] = 1  # a padded option attends to one position, never to none
+            option_mask[b, :len(group)] = 1
+            first = int(t.passage_pos[window])
+            count = int(t.passage_ptr[window + 1] - t.passage_ptr[window])
+            passage_mask[b, first:first + count] = 1
+            passage_mask[b, int(t.null_pos[window])] = 1
+        batch = {"input_ids": input_ids, "attention_mask": attention, "passage_mask": passage_mask}
+        if types is not None:
+            batch["token_type_ids"] = types
+        if t.task == "span":
+            batch = {k: (v[:, 0] if v.ndim == 3 else v) for k, v in batch.items()}
+        else:
+            batch["option_mask"] = option_mask
+        if self.with_labels:
+            names = ("start_positions", "end_positions") if t.task == "span" else ("labels",)
+            for name in (*names, "evidence_start", "evidence_end"):
+                batch[name] = getattr(t, name)[list(windows)]
+        return {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.int64)) for k, v in batch.items()}
+
+
+def count_unknown(report: FeatureReport, ids: Sequence[int], unknown_id: int | None) -> None:
+    """Add a row's tokens (specials excluded by the caller) to the report's unknown-token count."""
+    report.tokens += len(ids)
+    if unknown_id is not None:
+        report.unknown_tokens += sum(1 for i in ids if i == unknown_id)
