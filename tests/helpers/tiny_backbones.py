@@ -159,12 +159,14 @@ def _training_lines(tok: Tokenizer, texts: tuple[str, ...]) -> list[str]:
     # piece for every character it sees, stay within VOCAB_SIZE. Sentences rather than whole passages make
     # Unigram training several times faster (Chinese passages have no spaces to split at).
     normal = [tok.normalizer.normalize_str(t) if tok.normalizer else t for t in texts]
-    counts = Counter(c for t in normal for c in t if not c.isspace())
-    keep = {c for c, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:ALPHABET]}
+    counts: Counter[str] = Counter()
+    for text in normal:
+        counts.update(text)
+    ranked = sorted((c for c in counts if not c.isspace()), key=lambda c: (-counts[c], c))
+    blank = {ord(c): " " for c in ranked[ALPHABET:]}
     lines = []
     for text in normal:
-        text = "".join(c if c in keep or c.isspace() else " " for c in text)
-        lines += [s for s in re.split(r"(?<=[。！？；.!?])", text) if s.strip()]
+        lines += [s for s in re.split(r"(?<=[。！？；.!?])", text.translate(blank)) if s.strip()]
     return lines
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 from tokenizers import decoders
-from transformers import AutoConfig, AutoModel, AutoTokenizer
+from transformers import AutoConfig, AutoModel, AutoTokenizer, BatchEncoding, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
 from helpers import tiny_backbones
@@ -34,7 +34,8 @@ PAIRS = [
 ]
 
 
-def _tokenizer(kind: str, **kwargs):
+def _tokenizer(kind: str, **kwargs) -> PreTrainedTokenizerBase:
+    """The tokenizer AutoTokenizer loads from a cached tiny backbone's folder."""
     return AutoTokenizer.from_pretrained(tiny_backbone(kind, **kwargs))
 
 
@@ -47,13 +48,13 @@ def _surface(kind: str, tokens: list[str]) -> str:
     return "".join(tokens).replace("▁", " ")
 
 
-def _comparable(tokenizer, text: str) -> str:
+def _comparable(tokenizer: PreTrainedTokenizerBase, text: str) -> str:
     """`text` as the tokenizer's normalizer sees it (lowercased, NFC, ...), without any whitespace."""
     normalizer = tokenizer.backend_tokenizer.normalizer
     return "".join((normalizer.normalize_str(text) if normalizer else text).split())
 
 
-def _passage_groups(encoding, index: int) -> list[tuple[int, int, list[str]]]:
+def _passage_groups(encoding: BatchEncoding, index: int) -> list[tuple[int, int, list[str]]]:
     """Window `index`'s passage tokens as (start, end, tokens), runs of overlapping offsets merged.
 
     Tokens overlap where byte-level BPE splits a character's bytes over two tokens, and where a
@@ -126,6 +127,26 @@ def test_pair_windows_slice_back_to_the_passage(kind):
         assert all(c in covered for c, char in enumerate(passage) if not char.isspace())
 
 
+# Special tokens before the question, between question and passage, after the passage; then whether the
+# passage part has token type 1 (the others 0).
+TEMPLATE = {
+    "bert": (["[CLS]"], ["[SEP]"], ["[SEP]"], True), "electra": (["[CLS]"], ["[SEP]"], ["[SEP]"], True),
+    "deberta-v2": (["[CLS]"], ["[SEP]"], ["[SEP]"], True), "deberta": (["[CLS]"], ["[SEP]", "[SEP]"], ["[SEP]"], False),
+    "roberta": (["<s>"], ["</s>", "</s>"], ["</s>"], False), "xlm-roberta": (["<s>"], ["</s>", "</s>"], ["</s>"], False),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_pair_template(kind):
+    encoding = _tokenizer(kind)("a b", "c d", return_token_type_ids=True)
+    tokens, sequence, types = encoding.tokens(), encoding.sequence_ids(), encoding["token_type_ids"]
+    first_a, first_b = sequence.index(0), sequence.index(1)
+    last_a, last_b = len(sequence) - 1 - sequence[::-1].index(0), len(sequence) - 1 - sequence[::-1].index(1)
+    before, between, after, b_is_one = TEMPLATE[kind]
+    assert (tokens[:first_a], tokens[last_a + 1:first_b], tokens[last_b + 1:]) == (before, between, after)
+    assert set(types[:first_b]) == {0} and set(types[first_b:last_b + 1]) == {int(b_is_one)}
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_word_markers_in_offsets(kind):
     text = "the cat  sat 北京"
@@ -159,17 +180,20 @@ def test_few_unknown_tokens_on_english_and_chinese(kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_question_longer_than_the_window_is_refused(kind):
     tokenizer = _tokenizer(kind)
-    question, passage = "what is the capital of the country " * 8, "Paris is the capital of France. " * 4
+    question, passage = "what is the capital", "Paris is the capital of France. " * 4
+    room = 3  # tokens left for the passage in each window
+    max_length = len(tokenizer(question, add_special_tokens=False)["input_ids"]) + room
+    max_length += tokenizer.num_special_tokens_to_add(pair=True)
     with pytest.raises(Exception, match="too short to respect the provided max_length"):
-        tokenizer(question, passage, truncation="only_second", max_length=32, stride=4,
+        tokenizer(question * 3, passage, truncation="only_second", max_length=max_length, stride=1,
                   return_overflowing_tokens=True)
-    # room left for the passage but not more than `stride`: the Rust side panics (a BaseException)
-    room = 32 - len(tokenizer(question[:60], add_special_tokens=False)["input_ids"])
-    room -= tokenizer.num_special_tokens_to_add(pair=True)
-    assert room > 0
+    # room for the passage but not more than `stride`: the Rust side panics (a BaseException)
     with pytest.raises(BaseException, match="stride"):
-        tokenizer(question[:60], passage, truncation="only_second", max_length=32, stride=room,
+        tokenizer(question, passage, truncation="only_second", max_length=max_length, stride=room,
                   return_overflowing_tokens=True)
+    windows = tokenizer(question, passage, truncation="only_second", max_length=max_length, stride=room - 1,
+                        return_overflowing_tokens=True)["input_ids"]
+    assert len(windows) > 1 and len(windows[0]) == max_length
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -233,7 +257,7 @@ def test_casing(kind):
     assert lowercases(_tokenizer(kind)) is (kind in LOWERCASING_KINDS)
     if kind in LOWERCASING_KINDS:
         cased = _tokenizer(kind, cased=True)
-        assert not lowercases(cased) and "P" in "".join(cased.tokenize("Paris"))
+        assert not lowercases(cased) and "M" in "".join(cased.tokenize("Maria"))
 
 
 def test_sizes_follow_the_arguments_and_the_folder_is_cached():
