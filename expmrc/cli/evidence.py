@@ -48,11 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from expmrc.data.datasets import load_dataset
-    from expmrc.data.io import write_json_atomic
+    from expmrc.data.io import check_output_path, write_json_atomic
     from expmrc.data.submissions import read_answers
     from expmrc.evidence.extract import build_method, extract, split_halves
     from expmrc.scoring.scorer import score
 
+    check_output_path(args.output, "file", inputs=[args.dataset, args.answers or ""])
     dataset = load_dataset(args.dataset, args.subset)
     method = build_method(args.method, dataset, args.sentences)
     questions = dataset.questions
