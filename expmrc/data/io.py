@@ -18,6 +18,7 @@ import math
 import os
 import re
 import shutil
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -102,8 +103,9 @@ def read_json(path: str, what: str = "file") -> Any:
                           "Infinity)") from None
     except RecursionError:
         raise ExpmrcError(f"{path}: {what} nests arrays or objects too deeply to read") from None
-    except ValueError as exc:  # the only one left: an integer beyond int()'s digit limit
-        raise ExpmrcError(f"{path}: {what} holds an integer too long to read ({exc})") from None
+    except ValueError:  # the only one left: an integer beyond int()'s digit limit
+        raise ExpmrcError(f"{path}: {what} holds an integer of more than {sys.get_int_max_str_digits()} digits, "
+                          "too long to be a number anything here reads") from None
     _check_structure(doc, path, what, surrogates=bool(_SURROGATE_ESCAPE.search(raw)))
     return doc
 
