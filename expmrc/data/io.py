@@ -266,7 +266,8 @@ def write_json_atomic(path: str, obj: Any, indent: int | None = None, sort_keys:
     try:
         text = json.dumps(obj, ensure_ascii=False, indent=indent, sort_keys=sort_keys, allow_nan=False)
     except ValueError as exc:
-        raise ExpmrcError(f"{path}: cannot write JSON: {exc}") from None
+        reason = "a NaN or infinite number, which JSON cannot hold" if "Out of range float" in str(exc) else str(exc)
+        raise ExpmrcError(f"{path}: cannot write JSON holding {reason}") from None
     write_text_atomic(path, text + "\n")
 
 
