@@ -96,7 +96,8 @@ def read_json(path: str, what: str = "file") -> Any:
     except UnicodeDecodeError:
         raise ExpmrcError(f"{path}: {what} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        reason = "truncated" if exc.pos >= len(raw.decode("utf-8-sig", "replace").rstrip()) else "not valid JSON"
+        at_end = exc.pos >= len(raw.decode("utf-8-sig", "replace").rstrip())
+        reason = "truncated" if at_end or exc.msg.startswith("Unterminated string") else "not valid JSON"
         raise ExpmrcError(f"{path}: {what} is {reason} (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except _NotFinite as exc:
         raise ExpmrcError(f"{path}: {what} holds the number {exc}, which is not finite (JSON has no NaN or "
