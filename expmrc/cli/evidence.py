@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     write_json_atomic(args.output, submission, indent=1)
     print(f"wrote {len(submission)} questions to {args.output} (method {method.name}, {method.rule} sentences)",
           file=sys.stderr)
-    if any(q.evidences is not None for q in questions):
+    if all(q.evidences is not None for q in questions):
         report = score(dataset, submission, args.output)
         written = [q for q in report.questions if q.answered]
         print(f"evidence F1 on these {len(written)} questions: {report.mean('evidence', written):.3f}")
