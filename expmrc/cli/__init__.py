@@ -14,7 +14,7 @@ import threading
 from typing import Any, Callable, NoReturn
 
 from expmrc import __version__
-from expmrc.errors import ExpmrcError
+from expmrc.errors import ExpmrcError, Terminated
 
 # name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -34,10 +34,6 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         print(f"error: {self.prog}: {one_line(message)} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
-
-
-class Terminated(BaseException):
-    """SIGTERM, raised like KeyboardInterrupt so that writers remove their temporary files on the way out."""
 
 
 def one_line(text: str) -> str:
