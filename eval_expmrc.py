@@ -12,17 +12,20 @@ import argparse
 import json
 import sys
 
-from expmrc.cli import run_guarded
+from expmrc.cli import OneLineParser, run_guarded
 from expmrc.data.datasets import SUBSETS, load_dataset
 from expmrc.scoring.scorer import score_files, warn_about
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Evaluation script for ExpMRC (the leaderboard's metric).")
+    parser = OneLineParser(description="Evaluation script for ExpMRC (the leaderboard's metric).")
     parser.add_argument("dataset_file", help="official dataset file (or a subset name resolved in $EXPMRC_DATA or data/)")
     parser.add_argument("prediction_file", help="your prediction file: {id: {\"answer\": ..., \"evidence\": ...}}")
     parser.add_argument("--subset", choices=SUBSETS, help="the subset, when the dataset's `version` does not say")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already printed in one line
+        return exc.code if isinstance(exc.code, int) else 2
 
     def body(args: argparse.Namespace) -> int:
         report = score_files(load_dataset(args.dataset_file, args.subset), args.prediction_file)

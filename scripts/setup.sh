@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up in .venv: PyTorch 2.13.0 first unless .venv already has a torch (an unpinned
 # torch would pull CUDA wheels),
-# then this package with its test extras, then NLTK's Punkt data if it is not found.
+# then this package with its test extras, then NLTK's Punkt data if it is not found (and it fails if
+# Punkt is still missing afterwards, since the scorer cannot run without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -10,8 +11,16 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   .venv/bin/python -m pip install -q "torch==2.13.0"
 fi
 .venv/bin/python -m pip install -q -e ".[test]"
-if ! .venv/bin/python -c "import nltk; nltk.data.find('tokenizers/punkt_tab/english/')" 2>/dev/null; then
+has_punkt() { .venv/bin/python -c "import nltk; nltk.data.find('tokenizers/punkt_tab/english/')" 2>/dev/null; }
+if ! has_punkt; then
   echo "NLTK Punkt data not found; fetching it (python -m nltk.downloader punkt_tab)"
-  .venv/bin/python -m nltk.downloader -q punkt_tab || echo "warning: could not fetch punkt_tab; set NLTK_DATA to a folder that has it" >&2
+  # NLTK's downloader exits 0 even when the download failed, so look for the data again afterwards.
+  .venv/bin/python -m nltk.downloader -q punkt_tab || true
+  if ! has_punkt; then
+    echo "error: NLTK's Punkt data (tokenizers/punkt_tab/english/) is still missing: the download failed" \
+         "(offline?). Run '.venv/bin/python -m nltk.downloader punkt_tab' where the network is reachable," \
+         "or set NLTK_DATA to a folder that holds it, then run scripts/setup.sh again." >&2
+    exit 1
+  fi
 fi
 echo "ready: source .venv/bin/activate"

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
+import threading
+from typing import Any, Callable, NoReturn
 
 from expmrc import __version__
-from expmrc.errors import ExpmrcError
+from expmrc.errors import ExpmrcError, Terminated
 
 # name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -24,8 +28,21 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, `error: PROG: what is wrong`, with exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {self.prog}: {one_line(message)} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def one_line(text: str) -> str:
+    """`text` with line breaks escaped, so a message is always exactly one line."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="expmrc",
         description="Score, reproduce and improve explainable machine reading comprehension (ExpMRC).",
     )
@@ -37,33 +54,63 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: dispatch to a subcommand; any ExpmrcError becomes one line on stderr and exit 2."""
+    """Entry point: dispatch to a subcommand and return the exit status; bad input is one line and 2."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] not in COMMANDS:
-        parser = build_parser()
-        if not argv:
-            parser.print_help()
+    try:
+        if not argv or argv[0] not in COMMANDS:
+            parser = build_parser()
+            if not argv:
+                parser.print_help()
+                return 2
+            parser.parse_args(argv)  # prints --help/--version, or a one-line usage error
             return 2
-        parser.parse_args(argv)  # prints --help/--version, or a one-line usage error
-        return 2
-    name = argv[0]
-    module_name, help_text = COMMANDS[name]
-    module = importlib.import_module(module_name)
-    parser = argparse.ArgumentParser(prog=f"expmrc {name}", description=getattr(module, "DESCRIPTION", help_text),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    module.add_arguments(parser)
-    args = parser.parse_args(argv[1:])
+        name = argv[0]
+        module_name, help_text = COMMANDS[name]
+        module = importlib.import_module(module_name)
+        parser = OneLineParser(prog=f"expmrc {name}", description=getattr(module, "DESCRIPTION", help_text),
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(parser)
+        args = parser.parse_args(argv[1:])
+    except SystemExit as exc:  # --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else 2
     return run_guarded(module.run, args)
 
 
-def run_guarded(func, args) -> int:
-    """Run a command body, printing an ExpmrcError as `error: ...` and returning 2."""
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def run_guarded(func: Callable[[Any], int | None], args: Any) -> int:
+    """Run a command body, printing an ExpmrcError as `error: ...` (exit 2); interrupts, SIGTERM and a closed
+    stdout end quietly with 130, 143 and 141, after writers have removed their temporary files."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
     try:
-        return int(func(args) or 0)
+        status = int(func(args) or 0)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+        return status
     except ExpmrcError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("terminated", file=sys.stderr)
+        return 143
+    except BrokenPipeError:  # e.g. `expmrc evaluate ... | head`: the reader has gone, say nothing more
+        _silence_stdout()
+        return 141
+    finally:
+        if in_main_thread and previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

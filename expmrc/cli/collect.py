@@ -44,8 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from expmrc.data.io import check_output_path
     from expmrc.reports.collect import collect
 
+    check_output_path(args.output_dir, "dir")
     result = collect(args.run_dirs, args.output_dir, data=args.data, formats=args.format, progress=not args.quiet)
     if not args.quiet:
         sys.stdout.write(result.markdown)

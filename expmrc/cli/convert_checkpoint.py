@@ -44,8 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from expmrc.data.io import check_output_path
     from expmrc.models.tf_checkpoint import convert_tf_checkpoint
 
+    check_output_path(args.output_dir, "dir")
     report = convert_tf_checkpoint(
         args.tf_dir, args.output_dir, do_lower_case=args.do_lower_case, overwrite=args.overwrite,
         allow_missing=args.allow_missing, bert_config_file=args.bert_config_file,

@@ -27,8 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from expmrc.data import download as dl
+    from expmrc.data.io import check_output_path
 
     subsets = dl.check_subsets(args.subsets)
+    check_output_path(args.dest, "dir")
     todo = [s for s in subsets if not dl.is_present(args.dest, s)]
     for s in subsets:
         if s not in todo:

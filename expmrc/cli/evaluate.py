@@ -7,7 +7,7 @@ import json
 import sys
 
 from expmrc.data.datasets import SUBSETS, load_dataset
-from expmrc.data.io import write_text_atomic
+from expmrc.data.io import check_output_path, write_text_atomic
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import METRICS, select
 from expmrc.scoring.scorer import score_files, signature
@@ -54,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if len(args.pairs) % 2:
         raise ExpmrcError(f"expected DATASET PREDICTIONS pairs, got {len(args.pairs)} paths (an odd number)")
+    if args.details:
+        check_output_path(args.details, "file", inputs=args.pairs)
     reports = []
     for dataset_arg, prediction_path in zip(args.pairs[::2], args.pairs[1::2]):
         dataset = load_dataset(dataset_arg, args.subset)

@@ -48,11 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from expmrc.data.datasets import load_dataset
-    from expmrc.data.io import write_json_atomic
+    from expmrc.data.io import check_output_path, write_json_atomic
     from expmrc.data.submissions import read_answers
     from expmrc.evidence.extract import build_method, extract, split_halves
     from expmrc.scoring.scorer import score
 
+    check_output_path(args.output, "file", inputs=[args.dataset, args.answers or ""])
     dataset = load_dataset(args.dataset, args.subset)
     method = build_method(args.method, dataset, args.sentences)
     questions = dataset.questions
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     write_json_atomic(args.output, submission, indent=1)
     print(f"wrote {len(submission)} questions to {args.output} (method {method.name}, {method.rule} sentences)",
           file=sys.stderr)
-    if any(q.evidences is not None for q in questions):
+    if all(q.evidences is not None for q in questions):
         report = score(dataset, submission, args.output)
         written = [q for q in report.questions if q.answered]
         print(f"evidence F1 on these {len(written)} questions: {report.mean('evidence', written):.3f}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from expmrc.cli.args import integer_in, number_in
+
 DESCRIPTION = """\
 Give every question of a training set one pseudo evidence: the passage text most similar (the
 scorer's token F1) to question + gold answer (span subsets) or question + gold option text
@@ -34,23 +36,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subset", required=True, choices=("squad", "cmrc2018", "race", "c3"),
                         help="which subset's format and language the file has")
     parser.add_argument("--output", required=True, metavar="OUT", help="where to write the labelled file")
-    parser.add_argument("--max-sentences", type=int, default=3, metavar="N",
-                        help="longest run of consecutive sentences a label may be (default 3)")
-    parser.add_argument("--margin", type=float, default=0.0,
-                        help="F1 a run of 2+ sentences must add over the best single sentence (default 0)")
+    parser.add_argument("--max-sentences", type=integer_in(1, 100), default=3, metavar="N",
+                        help="longest run of consecutive sentences a label may be, 1 to 100 (default 3)")
+    parser.add_argument("--margin", type=number_in(0.0, 1.0), default=0.0,
+                        help="F1 a run of 2+ sentences must add over the best single sentence, 0 to 1 (default 0)")
     parser.add_argument("--sentences", choices=("simple", "refined"), default="simple",
                         help="sentence rule (default simple, the paper's)")
-    parser.add_argument("--indent", type=int, default=None, metavar="N", help="indent the JSON (default: compact)")
+    parser.add_argument("--indent", type=integer_in(0, 16), default=None, metavar="N",
+                        help="indent the JSON by 0 to 16 spaces (default: compact)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from expmrc.data.io import write_json_atomic
-    from expmrc.errors import ExpmrcError
-    from expmrc.evidence.pseudo import pseudo_label
+    from expmrc.data.io import check_output_path, write_json_atomic
     from expmrc.data.training_sets import load_training_set
+    from expmrc.evidence.pseudo import pseudo_label
 
-    if args.max_sentences < 1:
-        raise ExpmrcError(f"--max-sentences must be at least 1, got {args.max_sentences}")
+    check_output_path(args.output, "file", inputs=[args.train_file])
     dataset = load_training_set(args.train_file, args.subset)
     doc, report = pseudo_label(dataset, args.max_sentences, args.margin, args.sentences)
     write_json_atomic(args.output, doc, indent=args.indent)

@@ -6,19 +6,21 @@ scorer walks, so sums taken over this list match it float for float.
 
 from __future__ import annotations
 
+import json
 import os
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from expmrc.data.io import read_json
-from expmrc.errors import ExpmrcError
+from expmrc.errors import ExpmrcError, warn
 
 SUBSETS = ("squad", "cmrc2018", "race", "c3")
 SPAN_SUBSETS = ("squad", "cmrc2018")
 CHOICE_SUBSETS = ("race", "c3")
 CHINESE_SUBSETS = ("cmrc2018", "c3")
-LABELS = "ABCDEFGHIJ"
+LABELS = string.ascii_uppercase  # option labels: A, B, ... as the datasets spell them; at most 26 options
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class SpanQuestion:
     answer_starts: list[int | None]
     evidences: list[Any] | None
     title: str = ""
+    id_is_text: bool = True  # False for an id that is a JSON number: the leaderboard never matches it
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,9 @@ def load_dataset(path: str, subset: str | None = None) -> Dataset:
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
         raise ExpmrcError(f"{path}: dataset must be a JSON object with a `data` list")
     version = doc.get("version")
-    version = "" if version is None else str(version)
+    if version is not None and not isinstance(version, str):
+        raise ExpmrcError(f"{path}: `version` must be a string, got {_json_kind(version)}")
+    version = version or ""
     if subset is None:
         subset = subset_from_version(version)
         if subset is None:
@@ -129,39 +134,102 @@ def load_dataset(path: str, subset: str | None = None) -> Dataset:
     return Dataset(path=path, version=version, subset=subset, questions=questions, raw=doc)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_text(value: Any) -> bool:
+    """A string, or a number the leaderboard scores as its str()."""
+    return isinstance(value, str) or _is_number(value)
+
+
+def _json_kind(value: Any) -> str:
+    """How a JSON value is called in messages: null, a boolean, a number, a string, an array, an object."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _texts(path: str, where: str, key: str, values: Any) -> list[Any]:
+    """A non-empty list of strings or numbers (evidences, gold texts), refused otherwise in one line."""
+    if not isinstance(values, list) or not values:
+        raise ExpmrcError(f"{path}: {where}: `{key}` must be a non-empty list of strings, got {_json_kind(values)}"
+                          + (" that is empty" if isinstance(values, list) else ""))
+    for i, value in enumerate(values):
+        if not _is_text(value):
+            raise ExpmrcError(f"{path}: {where}: `{key}`[{i}] must be a string, got {_json_kind(value)}")
+    return values
+
+
 def span_questions(path: str, articles: list) -> Any:
-    """Validate SQuAD-style `data` (read from `path`) and yield its questions in file order."""
+    """Validate SQuAD-style `data` (read from `path`) and yield its questions in file order.
+
+    A question id that is a JSON number is kept, but flagged: the leaderboard looks ids up in the
+    submission's object, whose keys are strings, so such a question is never answered there.
+    """
+    numeric_ids: list[str] = []
     for a, article in enumerate(articles):
         if not isinstance(article, dict) or not isinstance(article.get("paragraphs"), list):
             raise ExpmrcError(f"{path}: data[{a}] must be an object with a `paragraphs` list")
+        title = article.get("title")
         for p, para in enumerate(article["paragraphs"]):
             if not isinstance(para, dict) or not isinstance(para.get("qas"), list):
                 raise ExpmrcError(f"{path}: data[{a}].paragraphs[{p}] must be an object with a `qas` list")
             context = para.get("context")
             if not isinstance(context, str):
-                raise ExpmrcError(f"{path}: data[{a}].paragraphs[{p}] has no `context` string")
+                raise ExpmrcError(f"{path}: data[{a}].paragraphs[{p}]: `context` must be a string, "
+                                  f"got {_json_kind(context)}")
             for q, qa in enumerate(para["qas"]):
                 where = f"data[{a}].paragraphs[{p}].qas[{q}]"
                 if not isinstance(qa, dict) or "id" not in qa:
                     raise ExpmrcError(f"{path}: {where} must be an object with an `id`")
-                qid = str(qa["id"])
+                raw_id = qa["id"]
+                if not isinstance(raw_id, str) and not _is_number(raw_id):
+                    raise ExpmrcError(f"{path}: {where}: `id` must be a string, got {_json_kind(raw_id)}")
+                qid = raw_id if isinstance(raw_id, str) else json.dumps(raw_id)
+                if not isinstance(raw_id, str):
+                    numeric_ids.append(qid)
+                name = f"question {qid}"
+                if not isinstance(qa.get("question"), str):
+                    raise ExpmrcError(f"{path}: {name}: `question` must be a string, got {_json_kind(qa.get('question'))}")
                 answers = qa.get("answers")
-                if not isinstance(answers, list) or not answers or not all(
-                    isinstance(x, dict) and "text" in x for x in answers
-                ):
-                    raise ExpmrcError(f"{path}: question {qid}: `answers` must be a non-empty list of objects with `text`")
+                if not isinstance(answers, list) or not answers:
+                    raise ExpmrcError(f"{path}: {name}: `answers` must be a non-empty list of objects with `text`")
+                starts = []
+                for i, answer in enumerate(answers):
+                    if not isinstance(answer, dict) or not _is_text(answer.get("text")):
+                        got = _json_kind(answer.get("text")) if isinstance(answer, dict) else _json_kind(answer)
+                        raise ExpmrcError(f"{path}: {name}: answers[{i}] must be an object whose `text` is a "
+                                          f"string, got {got}")
+                    start = answer.get("answer_start")
+                    if start is not None and (not isinstance(start, int) or isinstance(start, bool)
+                                              or not -1 <= start <= len(context)):
+                        raise ExpmrcError(f"{path}: {name}: answers[{i}].answer_start must be a character offset "
+                                          f"from 0 to {len(context)} (or -1 for unknown), got "
+                                          f"{start if _is_number(start) else _json_kind(start)}")
+                    starts.append(start)
                 evidences = qa.get("evidences")
-                if evidences is not None and (not isinstance(evidences, list) or not evidences):
-                    raise ExpmrcError(f"{path}: question {qid}: `evidences` must be a non-empty list")
+                if evidences is not None:
+                    evidences = _texts(path, name, "evidences", evidences)
                 yield SpanQuestion(
                     qid=qid,
-                    question=str(qa.get("question", "")),
+                    question=qa["question"],
                     context=context,
                     answers=[x["text"] for x in answers],
-                    answer_starts=[x.get("answer_start") for x in answers],
+                    answer_starts=starts,
                     evidences=evidences,
-                    title=str(article.get("title", "")),
+                    title=title if isinstance(title, str) else "",
+                    id_is_text=isinstance(raw_id, str),
                 )
+    if numeric_ids:
+        warn(f"{path}: {len(numeric_ids)} question id(s) are JSON numbers, not strings (first: {numeric_ids[0]}); "
+             "the leaderboard matches no prediction to them, so they score as unanswered")
 
 
 def choice_questions(path: str, samples: list) -> Any:
@@ -170,16 +238,23 @@ def choice_questions(path: str, samples: list) -> Any:
         if not isinstance(sample, dict):
             raise ExpmrcError(f"{path}: data[{s}] must be an object")
         pid = sample.get("id")
-        name = f"passage {pid}" if pid is not None else f"data[{s}]"
-        for key in ("id", "article", "questions", "options", "answers"):
+        if not isinstance(pid, str):
+            raise ExpmrcError(f"{path}: data[{s}]: passage `id` must be a string (question ids are `<id>-<n>`), "
+                              f"got {_json_kind(pid)}")
+        name = f"passage {pid}"
+        for key in ("article", "questions", "options", "answers"):
             if key not in sample:
                 raise ExpmrcError(f"{path}: {name} lacks `{key}`")
         article = sample["article"]
-        if isinstance(article, list):  # C3 keeps dialogue turns as a list of strings
-            article = "\n".join(str(x) for x in article)
+        if isinstance(article, list) and all(isinstance(x, str) for x in article):
+            article = "\n".join(article)  # C3 keeps dialogue turns as a list of strings
+        if not isinstance(article, str):
+            raise ExpmrcError(f"{path}: {name}: `article` must be a string (or a list of strings), "
+                              f"got {_json_kind(article)}")
         questions, options, answers = sample["questions"], sample["options"], sample["answers"]
-        if not all(isinstance(x, list) for x in (questions, options, answers)):
-            raise ExpmrcError(f"{path}: {name}: `questions`, `options` and `answers` must be lists")
+        for key, value in (("questions", questions), ("options", options), ("answers", answers)):
+            if not isinstance(value, list):
+                raise ExpmrcError(f"{path}: {name}: `{key}` must be a list, got {_json_kind(value)}")
         if not len(questions) == len(options) == len(answers):
             raise ExpmrcError(
                 f"{path}: {name}: {len(questions)} questions, {len(options)} option lists and "
@@ -190,19 +265,31 @@ def choice_questions(path: str, samples: list) -> Any:
             raise ExpmrcError(f"{path}: {name}: `evidences` must hold one list per question")
         for j in range(len(answers)):
             qid = f"{pid}-{j}"
-            if evidences is not None and (not isinstance(evidences[j], list) or not evidences[j]):
-                raise ExpmrcError(f"{path}: question {qid}: `evidences` must be a non-empty list of strings")
-            if not isinstance(options[j], list):
-                raise ExpmrcError(f"{path}: question {qid}: options must be a list")
+            where = f"question {qid}"
+            if not isinstance(questions[j], str):
+                raise ExpmrcError(f"{path}: {where}: the question must be a string, got {_json_kind(questions[j])}")
+            choices = options[j]
+            if not isinstance(choices, list):
+                raise ExpmrcError(f"{path}: {where}: options must be a list of strings, got {_json_kind(choices)}")
+            if len(choices) > len(LABELS):
+                raise ExpmrcError(f"{path}: {where}: {len(choices)} options; at most {len(LABELS)} can be "
+                                  f"labelled (A to {LABELS[-1]})")
+            for k, option in enumerate(choices):
+                if not _is_text(option):
+                    raise ExpmrcError(f"{path}: {where}: option {LABELS[k]} must be a string, got {_json_kind(option)}")
+            label = answers[j]
+            if not isinstance(label, str):  # one naming no option is kept: training skips and counts it
+                raise ExpmrcError(f"{path}: {where}: the answer must be an option label such as \"A\", "
+                                  f"got {_json_kind(label)}")
             yield ChoiceQuestion(
                 qid=qid,
-                passage_id=str(pid),
+                passage_id=pid,
                 index=j,
-                passage=str(article),
-                question=str(questions[j]),
-                options=[str(o) for o in options[j]],
-                answer=str(answers[j]),
-                evidences=None if evidences is None else evidences[j],
+                passage=article,
+                question=questions[j],
+                options=[str(o) for o in choices],
+                answer=label,
+                evidences=None if evidences is None else _texts(path, where, "evidences", evidences[j]),
             )
 
 

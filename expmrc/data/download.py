@@ -4,13 +4,14 @@ local folder or zip, always checked against pinned sha256 sums and written atomi
 from __future__ import annotations
 
 import hashlib
-import os
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from expmrc.data.datasets import SUBSETS
+from expmrc.data.io import write_bytes_atomic
 from expmrc.errors import ExpmrcError
 
 COMMIT = "9827fed6466f295252f9054c56ec7b233d46e636"
@@ -21,6 +22,7 @@ SHA256 = {
     "race": "43819fee2096d40f8a209bd5bce82a47b663cb79804119c036de4655bd01f021",
     "c3": "b43356147cdd8228efdcd70f5953cf76b157d2c66724f2be308c7e5b965dfa8d",
 }
+MAX_ENTRY_BYTES = 64 << 20  # the largest dev set is a few MB; refuse zip bombs before unpacking them
 
 
 def file_name(subset: str) -> str:
@@ -57,26 +59,58 @@ def read_local(source: str, subsets: list[str]) -> dict[str, bytes]:
     if path.is_dir():
         found = {}
         for subset in subsets:
-            matches = sorted(path.rglob(file_name(subset)))
+            matches = sorted(p for p in path.rglob(file_name(subset)) if p.is_file())
             if not matches:
                 raise ExpmrcError(f"{source}: no {file_name(subset)} in this folder")
-            found[subset] = matches[0].read_bytes()
+            try:
+                found[subset] = matches[0].read_bytes()
+            except OSError as exc:
+                raise ExpmrcError(f"{matches[0]}: cannot read: {exc.strerror}") from None
         return found
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as exc:
+        raise ExpmrcError(f"{source}: cannot read: {exc.strerror}") from None
     if not zipfile.is_zipfile(path):
+        if magic.startswith(b"PK"):
+            raise ExpmrcError(f"{source}: damaged zip archive (truncated? its table of contents is missing); "
+                              "nothing written")
         raise ExpmrcError(f"{source}: neither a folder nor a zip archive")
-    with zipfile.ZipFile(path) as archive:
-        names = archive.namelist()
-        for name in names:
-            parts = PurePosixPath(name.replace("\\", "/")).parts
-            if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
-                raise ExpmrcError(f"{source}: zip entry {name!r} would land outside the destination; archive refused")
-        found = {}
-        for subset in subsets:
-            matches = sorted(n for n in names if PurePosixPath(n).name == file_name(subset))
-            if not matches:
-                raise ExpmrcError(f"{source}: no {file_name(subset)} in this zip archive")
-            found[subset] = archive.read(matches[0])
-        return found
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return _read_zip(source, archive, subsets)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError) as exc:
+        raise ExpmrcError(f"{source}: damaged zip archive ({exc}); nothing written") from None
+
+
+def _read_zip(source: str, archive: zipfile.ZipFile, subsets: list[str]) -> dict[str, bytes]:
+    """The dev sets' bytes from an open archive; every entry that cannot be read is one line naming it."""
+    names = archive.namelist()
+    for name in names:
+        parts = PurePosixPath(name.replace("\\", "/")).parts
+        if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
+            raise ExpmrcError(f"{source}: zip entry {name!r} would land outside the destination; archive refused")
+    found = {}
+    for subset in subsets:
+        matches = sorted(n for n in names if PurePosixPath(n).name == file_name(subset))
+        if not matches:
+            raise ExpmrcError(f"{source}: no {file_name(subset)} in this zip archive")
+        info = archive.getinfo(matches[0])
+        if info.flag_bits & 0x1:
+            raise ExpmrcError(f"{source}: zip entry {info.filename} is encrypted; unpack it yourself and pass the "
+                              "folder to --from")
+        if info.file_size > MAX_ENTRY_BYTES:
+            raise ExpmrcError(f"{source}: zip entry {info.filename} unpacks to {info.file_size} bytes, far more "
+                              f"than a dev set ({MAX_ENTRY_BYTES} at most); archive refused")
+        try:
+            found[subset] = archive.read(info)
+        except NotImplementedError as exc:
+            raise ExpmrcError(f"{source}: zip entry {info.filename} uses a compression method this Python cannot "
+                              f"read ({exc}); unpack it yourself and pass the folder to --from") from None
+        except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError) as exc:
+            raise ExpmrcError(f"{source}: zip entry {info.filename} is damaged ({exc}); nothing written") from None
+    return found
 
 
 def install(payloads: dict[str, bytes], dest: str, origin: str) -> list[Path]:
@@ -89,13 +123,7 @@ def install(payloads: dict[str, bytes], dest: str, origin: str) -> list[Path]:
     written = []
     for subset, payload in payloads.items():
         target = destination(dest, subset)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.part{os.getpid()}")
-        try:
-            tmp.write_bytes(payload)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_bytes_atomic(str(target), payload)
         written.append(target)
     return written
 

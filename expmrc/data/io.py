@@ -1,50 +1,305 @@
-"""Reading JSON inputs and writing outputs atomically: the one place files go in and out."""
+"""Reading JSON inputs and writing outputs atomically: the one place files go in and out.
+
+Inputs: `read_json` turns every way a file can be unreadable (missing, a folder, not UTF-8, not JSON,
+truncated, nested too deeply, an integer too long to convert, NaN/Infinity or a number that overflows
+to infinity, a lone UTF-16 surrogate) into one `ExpmrcError` line naming the file.
+
+Outputs: `check_output_path` refuses a destination that cannot be written before any work is done;
+`write_text_atomic`, `write_json_atomic`, `atomic_file` and `atomic_directory` build the output under
+a hidden temporary name beside it (`.NAME.expmrc-tmp-PID`) and rename it into place, so a reader sees
+the old output or the new one, never half of one. The temporary is removed when writing fails or is
+interrupted; one left by a killed process is removed the next time the same output is written.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+import shutil
+import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from expmrc.errors import ExpmrcError
 
+TMP_MARK = ".expmrc-tmp-"
+OLD_MARK = ".expmrc-old-"
+MAX_DEPTH = 100  # ExpMRC files nest 8 levels; far deeper would overflow the recursion of later steps
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
+
+
+class _NotFinite(ValueError):
+    """Raised from the JSON number hooks for NaN, Infinity and numbers that overflow a float."""
+
+
+def _constant(name: str) -> float:
+    raise _NotFinite(name)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text if len(text) <= 24 else text[:21] + "...")
+    return value
+
+
+def _where(keys: list[Any]) -> str:
+    """A JSON path such as `data[0].paragraphs[3].context` for error messages."""
+    out = ""
+    for key in keys:
+        out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else str(key))
+    return out or "the top level"
+
+
+def _check_structure(doc: Any, path: str, what: str, surrogates: bool) -> None:
+    """Refuse nesting deeper than MAX_DEPTH and (when the raw text escapes one) lone surrogates, iteratively."""
+    stack: list[tuple[Any, list[Any]]] = [(doc, [])]
+    while stack:
+        value, keys = stack.pop()
+        if isinstance(value, str):
+            if surrogates and any("\ud800" <= ch <= "\udfff" for ch in value):
+                raise ExpmrcError(f"{path}: {what} has a lone UTF-16 surrogate (\\ud800-\\udfff, not a character) "
+                                  f"in a string at {_where(keys)}")
+            continue
+        if isinstance(value, dict):
+            items: Any = value.items()
+        elif isinstance(value, list):
+            items = enumerate(value)
+        else:
+            continue
+        if len(keys) >= MAX_DEPTH:
+            raise ExpmrcError(f"{path}: {what} nests more than {MAX_DEPTH} levels deep at {_where(keys[:3])}...")
+        for key, child in items:
+            if surrogates and isinstance(key, str) and any("\ud800" <= ch <= "\udfff" for ch in key):
+                raise ExpmrcError(f"{path}: {what} has a lone UTF-16 surrogate (\\ud800-\\udfff, not a character) "
+                                  f"in a key at {_where(keys)}")
+            stack.append((child, keys + [key]))
+
 
 def read_json(path: str, what: str = "file") -> Any:
-    """Parse a JSON file (a UTF-8 BOM is accepted), turning every failure into one clear line."""
+    """Parse a JSON file (UTF-8, a BOM accepted), turning every failure into one line naming the file."""
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise ExpmrcError(f"{path}: {what} not found") from None
     except IsADirectoryError:
         raise ExpmrcError(f"{path}: is a directory, expected a JSON {what}") from None
-    except OSError as exc:
-        raise ExpmrcError(f"{path}: cannot read {what}: {exc.strerror}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL byte
+        raise ExpmrcError(f"{path}: cannot read {what}: {getattr(exc, 'strerror', None) or exc}") from None
     if not raw.strip():
         raise ExpmrcError(f"{path}: {what} is empty")
     try:
-        return json.loads(raw)
+        doc = json.loads(raw, parse_constant=_constant, parse_float=_float)
     except UnicodeDecodeError:
         raise ExpmrcError(f"{path}: {what} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        reason = "truncated" if exc.pos >= len(raw.decode("utf-8-sig", "replace").rstrip()) else "not valid JSON"
+        at_end = exc.pos >= len(raw.decode("utf-8-sig", "replace").rstrip())
+        reason = "truncated" if at_end or exc.msg.startswith("Unterminated string") else "not valid JSON"
         raise ExpmrcError(f"{path}: {what} is {reason} (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except _NotFinite as exc:
+        raise ExpmrcError(f"{path}: {what} holds the number {exc}, which is not finite (JSON has no NaN or "
+                          "Infinity)") from None
+    except RecursionError:
+        raise ExpmrcError(f"{path}: {what} nests arrays or objects too deeply to read") from None
+    except ValueError:  # the only one left: an integer beyond int()'s digit limit
+        raise ExpmrcError(f"{path}: {what} holds an integer of more than {sys.get_int_max_str_digits()} digits, "
+                          "too long to be a number anything here reads") from None
+    _check_structure(doc, path, what, surrogates=bool(_SURROGATE_ESCAPE.search(raw)))
+    return doc
 
 
-def write_json_atomic(path: str, obj: Any, indent: int | None = None) -> None:
-    """Write JSON to a temporary file beside `path`, then rename it over `path`."""
-    write_text_atomic(path, json.dumps(obj, ensure_ascii=False, indent=indent) + "\n")
+# ---------------------------------------------------------------- outputs
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def check_output_path(path: str, kind: str = "file", inputs: tuple[str, ...] | list[str] = ()) -> Path:
+    """Refuse, in one line naming it, an output `path` ("file" or "dir") that could not be written.
+
+    Checked before any work: a file output that is a folder, a folder output that is a file, a path
+    below a file, a folder that cannot be written (probed by creating and removing a hidden file, which
+    also catches read-only file systems and /proc), and a file output that is also one of `inputs`.
+    """
+    if kind not in ("file", "dir"):
+        raise ValueError("kind must be 'file' or 'dir'")
+    if not path or "\0" in path:
+        raise ExpmrcError(f"{path!r}: not a usable output path")
+    target = Path(path)
+    if kind == "file" and (path.endswith(("/", os.sep)) or target.name in ("", ".", "..")):
+        raise ExpmrcError(f"{path}: names a folder; give a file name for this output")
+    try:
+        if kind == "file" and target.is_dir():
+            raise ExpmrcError(f"{path}: is a directory; give a file name for this output")
+        if kind == "dir" and target.exists() and not target.is_dir():
+            raise ExpmrcError(f"{path}: is a file; give a folder for this output")
+        if kind == "file":
+            resolved = target.resolve()
+            for source in inputs:
+                if source and Path(source).exists() and Path(source).resolve() == resolved:
+                    raise ExpmrcError(f"{path}: is also an input of this command; write the output elsewhere")
+        folder = target if kind == "dir" and target.is_dir() else target.parent
+        existing = folder
+        while not existing.exists():
+            if existing.is_symlink():
+                raise ExpmrcError(f"{path}: {existing} is a broken symbolic link")
+            existing = existing.parent
+        if not existing.is_dir():
+            raise ExpmrcError(f"{path}: cannot be created, {existing} is a file, not a folder")
+    except OSError as exc:
+        raise ExpmrcError(f"{path}: cannot use as output: {_os_reason(exc)}") from None
+    probe = existing / f"{TMP_MARK}probe-{os.getpid()}"
+    try:
+        probe.touch(exist_ok=False)
+        probe.unlink()
+    except FileExistsError:
+        probe.unlink(missing_ok=True)
+    except OSError as exc:
+        raise ExpmrcError(f"{path}: cannot write into {existing or '.'}: {_os_reason(exc)}") from None
+    return target
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0  # exists under another user, or not a usable number
+    return True
+
+
+def temporary_name(target: Path) -> Path:
+    """The hidden name `target` is built under by this process: `.NAME.expmrc-tmp-PID` beside it."""
+    return target.with_name(f".{target.name}{TMP_MARK}{os.getpid()}")
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Remove what killed processes left while writing `target` (their PID no longer runs); return them."""
+    removed: list[Path] = []
+    folder = target.parent
+    pattern = re.compile(re.escape(f".{target.name}") + "(?:" + re.escape(TMP_MARK) + "|" + re.escape(OLD_MARK)
+                         + r")(\d+)$")
+    try:
+        entries = list(os.scandir(folder)) if folder.is_dir() else []
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if not match or _pid_alive(int(match.group(1))):
+            continue
+        path = Path(entry.path)
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            removed.append(path)
+        except OSError:
+            continue
+    return removed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+def _make_parent(target: Path) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExpmrcError(f"{target}: cannot create folder {target.parent}: {_os_reason(exc)}") from None
+
+
+@contextmanager
+def atomic_file(path: str) -> Iterator[Path]:
+    """Yield a temporary path beside `path` for a library to write to; rename it over `path` on success.
+
+    On any failure or interrupt the temporary is removed and `path` is left as it was.
+    """
+    target = check_output_path(path, "file")
+    _make_parent(target)
+    remove_stale_temporaries(target)
+    tmp = temporary_name(target)
+    _remove(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise ExpmrcError(f"{path}: cannot write: {_os_reason(exc)}") from None
+    finally:
+        if tmp.exists() or tmp.is_symlink():
+            _remove(tmp)
+
+
+def write_bytes_atomic(path: str, data: bytes) -> None:
+    """Write bytes to a temporary file beside `path`, flush them to disk, then rename over `path`."""
+    with atomic_file(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def write_text_atomic(path: str, text: str) -> None:
-    """Write text to a temporary file beside `path`, then rename, so no half-written file is left."""
-    target = Path(path)
-    if target.parent and not target.parent.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    """Write UTF-8 text atomically (see write_bytes_atomic); text that cannot be encoded is one line."""
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ExpmrcError(f"{path}: cannot write text holding {text[exc.start:exc.end]!r}, a lone surrogate that "
+                          "is not a character (from a file name or input that is not UTF-8?)") from None
+    write_bytes_atomic(path, data)
+
+
+def write_json_atomic(path: str, obj: Any, indent: int | None = None, sort_keys: bool = False) -> None:
+    """Write JSON atomically; NaN and Infinity, which JSON lacks, are refused in one line."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, indent=indent, sort_keys=sort_keys, allow_nan=False)
+    except ValueError as exc:
+        reason = "a NaN or infinite number, which JSON cannot hold" if "Out of range float" in str(exc) else str(exc)
+        raise ExpmrcError(f"{path}: cannot write JSON holding {reason}") from None
+    write_text_atomic(path, text + "\n")
+
+
+@contextmanager
+def atomic_directory(path: str, overwrite: bool = False) -> Iterator[Path]:
+    """Yield an empty hidden folder beside `path` to fill; on success it replaces `path` in one rename.
+
+    Without `overwrite`, a `path` that exists and is not empty is refused in one line before any work.
+    On failure or interrupt the staging folder is removed and `path` is left as it was.
+    """
+    target = check_output_path(path, "dir")
+    if target.is_dir() and any(target.iterdir()) and not overwrite:
+        raise ExpmrcError(f"{path}: already exists and is not empty (pass --overwrite to replace it)")
+    _make_parent(target)
+    remove_stale_temporaries(target)
+    staging = temporary_name(target)
+    old = target.with_name(f".{target.name}{OLD_MARK}{os.getpid()}")
+    _remove(staging)
+    try:
+        staging.mkdir()
+        yield staging
+        if target.exists():
+            os.replace(target, old)
+        os.replace(staging, target)
+    except OSError as exc:
+        raise ExpmrcError(f"{path}: cannot write folder: {_os_reason(exc)}") from None
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        if old.exists() and not target.exists():  # interrupted between the two renames: put the old one back
+            try:
+                os.replace(old, target)
+            except OSError:
+                pass
+        _remove(staging)
+        _remove(old)

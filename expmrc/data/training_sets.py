@@ -52,17 +52,24 @@ def _race_folder(path: str) -> list[dict[str, Any]]:
 
 def _c3_item(path: str, index: int, item: Any) -> dict[str, Any]:
     """One `[paragraphs, [{question, choice, answer}], id]` entry of the original C3 release."""
-    if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], list) and isinstance(item[1], list)):
+    if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], list) and isinstance(item[1], list)
+            and isinstance(item[2], str)):
         raise ExpmrcError(f"{path}: entry {index} is not [paragraphs, questions, id] as in the C3 release")
     paragraphs, questions, pid = item
-    sample: dict[str, Any] = {"id": str(pid), "article": "\n".join(str(p) for p in paragraphs),
-                              "questions": [], "options": [], "answers": []}
+    if not all(isinstance(p, str) for p in paragraphs):
+        raise ExpmrcError(f"{path}: passage {pid}: every paragraph must be a string")
+    sample: dict[str, Any] = {"id": pid, "article": "\n".join(paragraphs), "questions": [], "options": [], "answers": []}
     for j, q in enumerate(questions):
-        if not isinstance(q, dict) or not isinstance(q.get("choice"), list) or "answer" not in q:
-            raise ExpmrcError(f"{path}: question {pid}-{j}: needs `question`, a `choice` list and `answer`")
+        if not (isinstance(q, dict) and isinstance(q.get("question"), str) and isinstance(q.get("choice"), list)
+                and q["choice"] and all(isinstance(c, str) for c in q["choice"]) and isinstance(q.get("answer"), str)):
+            raise ExpmrcError(f"{path}: question {pid}-{j}: needs a `question` string, a `choice` list of strings "
+                              "and an `answer` string")
+        if len(q["choice"]) > len(LABELS):
+            raise ExpmrcError(f"{path}: question {pid}-{j}: {len(q['choice'])} choices; at most {len(LABELS)} can be "
+                              f"labelled (A to {LABELS[-1]})")
         if q["answer"] not in q["choice"]:
             raise ExpmrcError(f"{path}: question {pid}-{j}: answer {q['answer']!r} is none of its choices")
-        sample["questions"].append(str(q.get("question", "")))
-        sample["options"].append([str(c) for c in q["choice"]])
+        sample["questions"].append(q["question"])
+        sample["options"].append(list(q["choice"]))
         sample["answers"].append(LABELS[q["choice"].index(q["answer"])])
     return sample

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from transformers import BertConfig, BertModel, BertTokenizer
 
-from expmrc.data.io import read_json, write_json_atomic
+from expmrc.data.io import atomic_directory, read_json, write_json_atomic
 from expmrc.errors import ExpmrcError
 from expmrc.models.tf_bundle import TFCheckpoint, resolve_prefix
 
@@ -210,7 +210,9 @@ def convert_tf_checkpoint(tf_dir: str, output_dir: str, do_lower_case: bool = Tr
                           vocab_file: str | None = None, init_checkpoint: str | None = None) -> LoadReport:
     """Write a Hugging Face folder (config.json, model.safetensors, vocab.txt, tokenizer files) from a release.
 
-    The folder is built beside `output_dir` and renamed into place, so a failed run leaves nothing behind.
+    The folder is built under a hidden name beside `output_dir` and renamed into place (data/io.py's
+    atomic_directory), so a failed or interrupted run leaves nothing behind and a killed one's leftover is
+    removed by the next conversion to the same folder.
     """
     files = find_release_files(tf_dir, bert_config_file, vocab_file, init_checkpoint)
     if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or os.listdir(output_dir)) and not overwrite:
@@ -226,22 +228,14 @@ def convert_tf_checkpoint(tf_dir: str, output_dir: str, do_lower_case: bool = Tr
                           f"{', '.join(report.missing)} (pass --allow-missing to keep them randomly initialized)")
     model = BertModel(config, add_pooling_layer=True)
     model.load_state_dict(state_dict, strict=False)
-    target = os.path.abspath(output_dir)
-    staging = f"{target}.partial-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        shutil.copyfile(files.vocab_file, os.path.join(staging, "vocab.txt"))
-        write_json_atomic(os.path.join(staging, "conversion.json"),
+    with atomic_directory(output_dir, overwrite=overwrite) as staging:
+        model.save_pretrained(str(staging))
+        tokenizer.save_pretrained(str(staging))
+        shutil.copyfile(files.vocab_file, staging / "vocab.txt")
+        write_json_atomic(str(staging / "conversion.json"),
                           {"source": {"bert_config_file": os.path.abspath(files.bert_config_file),
                                       "vocab_file": os.path.abspath(files.vocab_file),
                                       "init_checkpoint": os.path.abspath(files.init_checkpoint)},
                            "do_lower_case": do_lower_case, **report.as_dict()}, indent=1)
-        if os.path.exists(target):
-            shutil.rmtree(target) if os.path.isdir(target) else os.remove(target)
-        os.replace(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return report
 

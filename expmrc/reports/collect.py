@@ -2,24 +2,31 @@
 
 Each run directory is read as the training scripts leave it (run_info.json, dev_predictions.json),
 its predictions are scored on its dev set with `expmrc.scoring.scorer` (leaderboard rules), and runs are
-grouped by (subset, task, model, λ) over seeds: mean, sample standard deviation and maximum. The
-paper reports the 5-run maximum in Table 3 and 5-run means in its λ figure. A run that is unfinished,
-failed or unscorable is listed with the reason and never averaged in.
+grouped by (subset, task, model, λ, dev file) over seeds: mean, sample standard deviation and maximum.
+The paper reports the 5-run maximum in Table 3 and 5-run means in its λ figure. A run that is
+unfinished, failed or unscorable, or whose λ or seed is not a finite number / whole number, is listed
+with the reason and never averaged in. Runs are grouped together only when they were scored on the
+same dev file (by the sha256 of its bytes) and trained from the same model (its path resolved, so a
+relative and an absolute path to one folder are one model); two runs of one group with the same seed
+are refused. Folders holding only collect's own outputs are not runs.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
-import json
+import math
 import os
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from expmrc.data.datasets import SUBSETS, Dataset, load_dataset, resolve_dataset_path
-from expmrc.data.io import write_text_atomic
+from expmrc.data.io import atomic_file, read_json, write_text_atomic
+from expmrc.data.submissions import load_submission
 from expmrc.errors import ExpmrcError
+from expmrc.scoring.scorer import score
 
 RUN_INFO = "run_info.json"
 PREDICTIONS = "dev_predictions.json"
@@ -45,17 +52,25 @@ class Run:
     scores: dict[str, float] | None = None
     unanswered: int = 0
     total: int = 0
+    dev_file: str = ""
+    dev_sha256: str = ""
 
 
 @dataclass
 class Group:
-    """The runs of one setting (subset, task, model, λ) over seeds."""
+    """The runs of one setting (subset, task, model, λ, dev file) over seeds."""
 
     subset: str
     task: str
     model: str
     loss_lambda: float
+    dev_sha256: str
     runs: list[Run] = field(default_factory=list)
+    dev_label: str = ""  # set when a subset's runs were scored on more than one dev file
+
+    @property
+    def dev_file(self) -> str:
+        return self.runs[0].dev_file if self.runs else ""
 
     @property
     def seeds(self) -> list[int]:
@@ -78,14 +93,18 @@ class Group:
 
 # ---------------------------------------------------------------- reading runs
 
-def find_run_dirs(paths: list[str]) -> list[str]:
+def find_run_dirs(paths: list[str], ignore: str | None = None) -> list[str]:
     """Run directories under `paths`: a folder with run_info.json or dev_predictions.json is a run; other
-    folders are searched below; a folder with neither and nothing below is an unfinished run."""
+    folders are searched below; a folder with neither and nothing below is an unfinished run. The folder
+    `ignore` (collect's output folder) and folders holding only collect's outputs are skipped."""
     found: list[str] = []
+    skip = os.path.realpath(ignore) if ignore else None
 
     def visit(folder: Path) -> None:
         if (folder / RUN_INFO).exists() or (folder / PREDICTIONS).exists():
             found.append(str(folder))
+            return
+        if os.path.realpath(folder) == skip or any((folder / name).is_file() for name in OUTPUT_FILES.values()):
             return
         children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
         if not children:
@@ -96,7 +115,10 @@ def find_run_dirs(paths: list[str]) -> list[str]:
     for path in paths:
         if not os.path.isdir(path):
             raise ExpmrcError(f"{path}: not a run directory (no such folder)")
-        visit(Path(path))
+        try:
+            visit(Path(path))
+        except OSError as exc:
+            raise ExpmrcError(f"{exc.filename or path}: cannot list folder: {exc.strerror}") from None
     return list(dict.fromkeys(found))
 
 
@@ -105,12 +127,18 @@ class DatasetCache:
 
     def __init__(self, overrides: list[str] | None = None):
         self.loaded: dict[str, Dataset] = {}
+        self.digests: dict[str, str] = {}  # dataset path -> sha256 of its bytes, which identifies the dev set
         self.overrides = [self.load(path) for path in overrides or []]
 
     def load(self, path: str) -> Dataset:
-        key = os.path.abspath(resolve_dataset_path(path))
+        key = os.path.realpath(resolve_dataset_path(path))
         if key not in self.loaded:
-            self.loaded[key] = load_dataset(path)
+            dataset = load_dataset(path)
+            try:
+                self.digests[dataset.path] = hashlib.sha256(Path(dataset.path).read_bytes()).hexdigest()
+            except OSError as exc:
+                raise ExpmrcError(f"{dataset.path}: cannot read: {exc.strerror}") from None
+            self.loaded[key] = dataset
         return self.loaded[key]
 
     def for_run(self, run_dir: str, predict_file: str | None, qids: set[str]) -> Dataset:
@@ -134,25 +162,20 @@ class DatasetCache:
 
 def read_run(run_dir: str, datasets: DatasetCache) -> Run:
     """Read and score one run directory; problems become the run's status and note, never an exception."""
-    from expmrc.data.submissions import load_submission
-    from expmrc.scoring.scorer import score
-
     run = Run(run_dir=run_dir, status="unfinished")
     info_path = os.path.join(run_dir, RUN_INFO)
     if not os.path.exists(info_path):
         run.note = "no run_info.json (never started, or written by something else)"
         return run
     try:
-        with open(info_path, encoding="utf-8") as f:
-            info = json.load(f)
+        info = read_json(info_path, "run record")
         if not isinstance(info, dict):
-            raise ValueError("not a JSON object")
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        run.status, run.note = "invalid", f"{info_path}: unreadable ({exc})"
+            raise ExpmrcError(f"{info_path}: run record must be a JSON object")
+    except ExpmrcError as exc:
+        run.status, run.note = "invalid", str(exc)
         return run
-    run.task, run.model = str(info.get("task", "")), str(info.get("model", ""))
-    run.loss_lambda = _number(info.get("loss_lambda"), float)
-    run.rand_seed = _number(info.get("rand_seed"), int)
+    run.task = str(info.get("task", ""))
+    run.model = resolve_model(info.get("model"), run_dir, info.get("flags"))
     status = info.get("status")
     if status == "failed":
         run.status, run.note = "failed", f"failed: {info.get('error', 'no error recorded')}"
@@ -160,9 +183,11 @@ def read_run(run_dir: str, datasets: DatasetCache) -> Run:
     if status != "finished":
         run.note = f"status {status!r} at step {info.get('global_step', '?')} (still running, or killed)"
         return run
-    if run.loss_lambda is None or run.rand_seed is None:
-        run.status, run.note = "invalid", f"{info_path}: loss_lambda or rand_seed missing or not a number"
+    problem = _settings_problem(info)
+    if problem:
+        run.status, run.note = "invalid", f"{info_path}: {problem}"
         return run
+    run.loss_lambda, run.rand_seed = float(info["loss_lambda"]), int(info["rand_seed"])
     try:
         predictions = load_submission(os.path.join(run_dir, PREDICTIONS))
         dataset = datasets.for_run(run_dir, info.get("predict_file"), set(predictions))
@@ -171,6 +196,7 @@ def read_run(run_dir: str, datasets: DatasetCache) -> Run:
         run.status, run.note = "invalid", str(exc)
         return run
     run.subset, run.total, run.unanswered = dataset.subset, report.total, report.skipped
+    run.dev_file, run.dev_sha256 = dataset.path, datasets.digests[dataset.path]
     if report.skipped == report.total:
         run.status, run.note = "invalid", f"none of its predictions match a question of {dataset.path}"
         return run
@@ -181,21 +207,74 @@ def read_run(run_dir: str, datasets: DatasetCache) -> Run:
     return run
 
 
-def _number(value, kind):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return kind(value)
+def _settings_problem(info: dict) -> str:
+    """Why a finished run's λ or seed cannot place it in a setting, or "" when both are usable."""
+    lam, seed = info.get("loss_lambda"), info.get("rand_seed")
+    if isinstance(lam, bool) or not isinstance(lam, (int, float)):
+        return f"loss_lambda is {'missing' if lam is None else repr(lam)}, not a number"
+    if not math.isfinite(lam) or lam < 0:
+        return f"loss_lambda {lam} is not a finite number >= 0"
+    if isinstance(seed, bool) or not isinstance(seed, (int, float)):
+        return f"rand_seed is {'missing' if seed is None else repr(seed)}, not a whole number"
+    if isinstance(seed, float) and not seed.is_integer():
+        return f"rand_seed {seed} is not a whole number"
+    return ""
+
+
+def resolve_model(model: object, run_dir: str, flags: object = None) -> str:
+    """The model a run started from, as one spelling per folder: a path that exists (absolute, relative to
+    the folder the run was started in, or relative to here) becomes its real path; anything else (a hub
+    name, a path on another machine) stays as written."""
+    if not isinstance(model, str) or not model:
+        return ""
+    candidates = [model] if os.path.isabs(model) else []
+    output_dir = flags.get("output_dir") if isinstance(flags, dict) else None
+    if isinstance(output_dir, str) and output_dir and not os.path.isabs(output_dir) and not os.path.isabs(model):
+        parts = Path(os.path.normpath(output_dir)).parts
+        real = Path(os.path.realpath(run_dir)).parts
+        if ".." not in parts and len(real) > len(parts) and real[-len(parts):] == parts:
+            candidates.append(os.path.join(*real[:-len(parts)], model))  # the folder training started in
+    candidates.append(model)
+    for candidate in candidates:
+        if os.path.exists(candidate):
+            return os.path.realpath(candidate)
+    return os.path.normpath(model)
 
 
 def group_runs(runs: list[Run]) -> list[Group]:
-    """Finished runs grouped by setting, ordered by subset (paper order), model and λ."""
+    """Finished runs grouped by setting, ordered by subset (paper order), model and λ; a seed that repeats
+    within a group is refused in one line naming both runs."""
     groups: dict[tuple, Group] = {}
     for run in runs:
         if run.status != "finished":
             continue
-        key = (run.subset, run.task, run.model, run.loss_lambda)
-        groups.setdefault(key, Group(*key)).runs.append(run)
-    return sorted(groups.values(), key=lambda g: (SUBSETS.index(g.subset), g.model, g.task, g.loss_lambda))
+        key = (run.subset, run.task, run.model, run.loss_lambda, run.dev_sha256)
+        group = groups.setdefault(key, Group(*key))
+        twin = next((r for r in group.runs if r.rand_seed == run.rand_seed), None)
+        if twin is not None:
+            raise ExpmrcError(f"{twin.run_dir} and {run.run_dir}: the same setting ({run.subset}, model {run.model}, "
+                              f"lambda {_lam(run.loss_lambda)}) and the same seed {run.rand_seed}; a seed must count "
+                              "once, so collect one of them")
+        group.runs.append(run)
+    label_dev_files(list(groups.values()))
+    return sorted(groups.values(), key=lambda g: (SUBSETS.index(g.subset), g.model, g.task, g.loss_lambda,
+                                                  g.dev_label))
+
+
+def label_dev_files(groups: list[Group]) -> None:
+    """Name the dev file of each group of a subset whose runs used several: the file most runs used keeps
+    no label, the others are labelled `name sha256[:8]` so their rows stand apart."""
+    for subset in SUBSETS:
+        mine = [g for g in groups if g.subset == subset]
+        counts: dict[str, int] = {}
+        for g in mine:
+            counts[g.dev_sha256] = counts.get(g.dev_sha256, 0) + len(g.runs)
+        if len(counts) < 2:
+            continue
+        usual = max(sorted(counts), key=lambda digest: counts[digest])
+        for g in mine:
+            if g.dev_sha256 != usual:
+                g.dev_label = f"{Path(g.dev_file).name} {g.dev_sha256[:8]}"
 
 
 # ---------------------------------------------------------------- writing tables
@@ -226,14 +305,15 @@ def markdown_report(groups: list[Group], runs: list[Run]) -> str:
     """The tables: maximum over seeds (Table 3 style), mean ± std, every setting, runs left out."""
     names = short_model_names(groups)
     subsets = [s for s in SUBSETS if any(g.subset == s for g in groups)]
-    rows = sorted({(g.model, g.loss_lambda) for g in groups}, key=lambda r: (names[r[0]], r[1]))
-    by_key = {(g.subset, g.model, g.loss_lambda): g for g in groups}
+    rows = sorted({(g.model, g.loss_lambda, g.dev_label) for g in groups}, key=lambda r: (names[r[0]], r[1], r[2]))
+    by_key = {(g.subset, g.model, g.loss_lambda, g.dev_label): g for g in groups}
     scored = sum(len(g.runs) for g in groups)
     lines = [
         f"# ExpMRC runs: {scored} scored in {len(groups)} settings, {len(runs) - scored} left out",
         "",
         "Scores ×100 on each run's dev set (`expmrc.scoring.scorer`, leaderboard rules). Each setting is a model "
-        "and λ over seeds; `n` counts the seeds.",
+        "and λ over seeds; `n` counts the seeds. Runs scored on another dev file than most runs of their subset "
+        "stand in rows of their own, labelled with that file.",
         "",
     ]
     header = ["Model", "λ"] + [f"{SUBSET_NAMES[s]} {METRIC_LABELS[m]}" for s in subsets for m in METRICS] + ["n"]
@@ -243,10 +323,10 @@ def markdown_report(groups: list[Group], runs: list[Run]) -> str:
          lambda g, m: _fmt(g.mean(m)) + ("" if g.std(m) is None else f" ± {_fmt(g.std(m))}")),
     ):
         lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for model, lam in rows:
-            cells, counts = [names[model], _lam(lam)], []
+        for model, lam, dev in rows:
+            cells, counts = [names[model] + (f" (dev: {dev})" if dev else ""), _lam(lam)], []
             for subset in subsets:
-                group = by_key.get((subset, model, lam))
+                group = by_key.get((subset, model, lam, dev))
                 cells += [cell(group, m) if group else "" for m in METRICS]
                 if group:
                     counts.append(len(group.runs))
@@ -254,11 +334,13 @@ def markdown_report(groups: list[Group], runs: list[Run]) -> str:
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     lines += ["## Settings", "", "| Subset | Model | λ | Seeds | Answer mean / std / max | "
-              "Evidence mean / std / max | Overall mean / std / max |", "|---|---|---|---|---|---|---|"]
+              "Evidence mean / std / max | Overall mean / std / max | Dev file (sha256) |",
+              "|---|---|---|---|---|---|---|---|"]
     for g in groups:
         stats = [f"{_fmt(g.mean(m), 3)} / {_fmt(g.std(m), 3)} / {_fmt(g.max(m), 3)}" for m in METRICS]
         lines.append(f"| {SUBSET_NAMES[g.subset]} | {names[g.model]} | {_lam(g.loss_lambda)} | "
-                     f"{', '.join(map(str, g.seeds))} | " + " | ".join(stats) + " |")
+                     f"{', '.join(map(str, g.seeds))} | " + " | ".join(stats) +
+                     f" | {Path(g.dev_file).name} ({g.dev_sha256[:12]}) |")
     left_out = [r for r in runs if r.status != "finished"]
     noted = [r for r in runs if r.status == "finished" and r.note]
     lines += ["", "## Runs left out", ""]
@@ -277,26 +359,27 @@ def _csv(rows: list[list]) -> str:
 def groups_csv(groups: list[Group]) -> str:
     """One row per setting: mean, sample std and max of each metric over seeds."""
     header = ["subset", "task", "model", "loss_lambda", "runs", "seeds"]
-    header += [f"{m}_{s}" for m in METRICS for s in ("mean", "std", "max")]
+    header += [f"{m}_{s}" for m in METRICS for s in ("mean", "std", "max")] + ["dev_file", "dev_sha256"]
     rows: list[list] = [header]
     for g in groups:
         row = [g.subset, g.task, g.model, _lam(g.loss_lambda), len(g.runs), " ".join(map(str, g.seeds))]
         for m in METRICS:
             std = g.std(m)
             row += [f"{g.mean(m):.3f}", "" if std is None else f"{std:.3f}", f"{g.max(m):.3f}"]
-        rows.append(row)
+        rows.append(row + [g.dev_file, g.dev_sha256])
     return _csv(rows)
 
 
 def runs_csv(runs: list[Run]) -> str:
     """One row per run directory, scored or not, with the reason when it was left out."""
     rows: list[list] = [["run_dir", "status", "subset", "task", "model", "loss_lambda", "rand_seed",
-                         "answer", "evidence", "overall", "unanswered", "total", "note"]]
+                         "answer", "evidence", "overall", "unanswered", "total", "dev_file", "dev_sha256", "note"]]
     for r in runs:
         scores = [f"{r.scores[m]:.3f}" for m in METRICS] if r.scores else ["", "", ""]
         rows.append([r.run_dir, r.status, r.subset, r.task, r.model,
                      "" if r.loss_lambda is None else _lam(r.loss_lambda),
-                     "" if r.rand_seed is None else r.rand_seed, *scores, r.unanswered, r.total, r.note])
+                     "" if r.rand_seed is None else r.rand_seed, *scores, r.unanswered, r.total, r.dev_file,
+                     r.dev_sha256, r.note])
     return _csv(rows)
 
 
@@ -315,12 +398,12 @@ def plot_lambda(groups: list[Group], path: str) -> None:
     for ax, subset in zip(axes[0], subsets):
         mine = [g for g in groups if g.subset == subset]
         lambdas = sorted({g.loss_lambda for g in mine})
-        models = sorted({g.model for g in mine})
-        for k, model in enumerate(models):
-            series = sorted((g for g in mine if g.model == model), key=lambda g: g.loss_lambda)
+        models = sorted({(g.model, g.dev_label) for g in mine})
+        for k, (model, dev) in enumerate(models):
+            series = sorted((g for g in mine if (g.model, g.dev_label) == (model, dev)), key=lambda g: g.loss_lambda)
             for j, metric in enumerate(METRICS):
                 x = [lambdas.index(g.loss_lambda) + 0.04 * (j - 1) for g in series]  # nudged apart when equal
-                label = metric + (f" ({names[model]})" if len(models) > 1 else "")
+                label = metric + (f" ({names[model]}{', dev: ' + dev if dev else ''})" if len(models) > 1 else "")
                 ax.errorbar(x, [g.mean(metric) for g in series], yerr=[g.std(metric) or 0.0 for g in series],
                             color=colours[metric], linestyle=styles[k % len(styles)], marker="o", markersize=4,
                             capsize=3, label=label)
@@ -331,14 +414,11 @@ def plot_lambda(groups: list[Group], path: str) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    tmp = f"{path}.tmp{os.getpid()}.png"
     try:
-        fig.savefig(tmp, dpi=120)
-        os.replace(tmp, path)
+        with atomic_file(path) as tmp:
+            fig.savefig(tmp, dpi=120, format="png")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 # ---------------------------------------------------------------- the whole job
@@ -359,7 +439,7 @@ def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
     from tqdm import tqdm
 
     datasets = DatasetCache(data)
-    run_dirs = find_run_dirs(paths)
+    run_dirs = find_run_dirs(paths, ignore=output_dir)
     runs = [read_run(d, datasets) for d in tqdm(run_dirs, desc="scoring runs", unit="run", disable=not progress)]
     groups = group_runs(runs)
     if not groups:
@@ -376,7 +456,6 @@ def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
             write_text_atomic(str(out / OUTPUT_FILES[kind]), text)
             written.append(str(out / OUTPUT_FILES[kind]))
     if "png" in formats:
-        out.mkdir(parents=True, exist_ok=True)
         plot_lambda(groups, str(out / OUTPUT_FILES["png"]))
         written.append(str(out / OUTPUT_FILES["png"]))
     return CollectResult(runs, groups, markdown, written)

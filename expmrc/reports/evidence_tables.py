@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tqdm import tqdm
+
 from expmrc.data.datasets import SUBSETS, Dataset, Question, load_dataset
 from expmrc.errors import ExpmrcError
 from expmrc.evidence.extract import BEST, METHODS, build_method, extract, split_halves
@@ -32,36 +34,45 @@ def evidence_f1(dataset: Dataset, method: str, questions: list[Question] | None 
     return report.mean("evidence", [q for q in report.questions if q.answered])
 
 
-def table4(datasets: dict[str, Dataset]) -> str:
-    """Markdown: per dev set, the paper's two Table 4 cells beside ours and the difference."""
+def table4(datasets: dict[str, Dataset], progress: bool = True) -> str:
+    """Markdown: per dev set, the paper's two Table 4 cells beside ours and the difference (a progress
+    bar on stderr)."""
     header = " | ".join(f"{row}: paper | ours | Δ" for row, _ in PAPER_TABLE4.values())
     lines = [f"| dev set | {header} |", "| --- |" + " ---: | ---: | ---: |" * len(PAPER_TABLE4)]
+    bar = tqdm(total=len(datasets) * len(PAPER_TABLE4), desc="table4", unit="run", disable=not progress)
     for subset, dataset in datasets.items():
         cells = []
         for method, (_, paper) in PAPER_TABLE4.items():
+            bar.set_postfix_str(f"{subset} {method}")
             ours = evidence_f1(dataset, method)
+            bar.update()
             cells.append(f"{paper[subset]:.1f} | {ours:.2f} | {ours - paper[subset]:+.2f}")
         lines.append(f"| {NAMES[subset]} | " + " | ".join(cells) + " |")
     methods = ", ".join(f"`{m}`" for m in PAPER_TABLE4)
+    bar.close()
     lines.append(f"\nEvidence F1 with the gold answers, full dev sets; ours: {methods}.")
     return "\n".join(lines)
 
 
-def heldout(datasets: dict[str, Dataset]) -> str:
+def heldout(datasets: dict[str, Dataset], progress: bool = True) -> str:
     """Markdown: every method's evidence F1 on the first half (where settings were chosen) and the
-    second half (held out) of each dev set."""
+    second half (held out) of each dev set (a progress bar on stderr: this takes minutes)."""
     lines = ["| method | " + " | ".join(f"{NAMES[s]} 1st half | 2nd half" for s in datasets) + " |",
              "| --- |" + " --- | --- |" * len(datasets)]
+    bar = tqdm(total=len(METHODS) * len(datasets), desc="heldout", unit="run", disable=not progress)
     for method in METHODS:
         cells = []
         for dataset in datasets.values():
+            bar.set_postfix_str(f"{dataset.subset} {method}")
             if method == "answer-sentence" and dataset.kind != "span":
                 cells.append("— | —")
-                continue
-            first, second = split_halves(dataset)
-            cells.append(f"{evidence_f1(dataset, method, first):.2f} | {evidence_f1(dataset, method, second):.2f}")
+            else:
+                first, second = split_halves(dataset)
+                cells.append(f"{evidence_f1(dataset, method, first):.2f} | {evidence_f1(dataset, method, second):.2f}")
+            bar.update()
         name = f"**{method}** (best)" if method == BEST else method
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    bar.close()
     return "\n".join(lines)
 
 

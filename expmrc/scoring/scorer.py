@@ -1,10 +1,11 @@
 """Scoring a submission against an ExpMRC dataset, exactly as the leaderboard does, with details.
 
 Per question (dataset order): span subsets score answer F1 against the gold answer texts and
-evidence F1 against the `evidences`; multiple choice scores answer 1/0 by exact label equality and
+evidence F1 against the `evidences` (a span dataset lacking them is refused, as the leaderboard stops); multiple choice scores answer 1/0 by exact label equality and
 evidence F1 against that question's evidence list (0 when the dataset has none). Overall is
-answer × evidence. A missing question scores 0 everywhere and counts in SKIP; every average divides
-by the number of questions in the dataset and is × 100.
+answer × evidence. A missing question scores 0 everywhere and counts in SKIP, and so does a question
+whose dataset id is a JSON number (the leaderboard looks it up among the submission's string keys and
+never finds it); every average divides by the number of questions in the dataset and is × 100.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from expmrc import __version__
 from expmrc.data.datasets import Dataset
 from expmrc.data.submissions import load_submission, parse_prediction
+from expmrc.errors import ExpmrcError
 from expmrc.metrics.leaderboard import LEADERBOARD, PUNKT_RESOURCE
 from expmrc.metrics.registry import Metric
 
@@ -134,12 +136,20 @@ def score(dataset: Dataset, predictions: dict[str, Any], prediction_path: str = 
     `metrics` are the extra registered metrics to compute beside the leaderboard's (default: none).
     """
     metrics = metrics or []
+    if dataset.kind == "span":
+        bare = next((q.qid for q in dataset.questions if q.evidences is None), None)
+        if bare is not None:
+            raise ExpmrcError(f"{dataset.path}: question {bare} has no `evidences`, so no evidence score can be given "
+                              "(the leaderboard's script stops there); score on a dataset with evidences")
     known = set()
     results = []
     for question in dataset.questions:
-        known.add(question.qid)
+        # An id that is a JSON number is never a key of the submission's object, as on the leaderboard.
+        matchable = getattr(question, "id_is_text", True)
+        if matchable:
+            known.add(question.qid)
         qtype = question_type(question.question, dataset.language)
-        if question.qid not in predictions:
+        if not matchable or question.qid not in predictions:
             results.append(QuestionScore(id=question.qid, type=qtype, answered=False))
             continue
         prediction = parse_prediction(prediction_path, question.qid, predictions[question.qid])

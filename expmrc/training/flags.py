@@ -8,6 +8,7 @@ paper's; a few differ per task (`TASK_DEFAULTS`). Task scripts add their own ext
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 from expmrc.errors import ExpmrcError
@@ -17,6 +18,7 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
     "choice": {"loss_lambda": 0.1, "task_name": "race"},
 }
 
+MAX_EPOCHS = 1000  # far beyond any fine-tuning run; larger values are typos (or inf)
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}
 
@@ -118,12 +120,20 @@ def check_flags(args: argparse.Namespace) -> None:
     for name in positive:
         if getattr(args, name, 1) < 1:
             raise ExpmrcError(f"--{name} must be at least 1, got {getattr(args, name)}")
-    if args.learning_rate <= 0:
-        raise ExpmrcError(f"--learning_rate must be positive, got {args.learning_rate}")
+    for name in ("learning_rate", "num_train_epochs", "warmup_proportion", "weight_decay", "loss_lambda"):
+        value = getattr(args, name)
+        if not math.isfinite(value):
+            raise ExpmrcError(f"--{name} must be a finite number, got {value}")
+    if not 0 < args.learning_rate <= 1:
+        raise ExpmrcError(f"--learning_rate must be above 0 and at most 1, got {args.learning_rate}")
     if args.num_train_epochs <= 0 and args.max_steps <= 0:
         raise ExpmrcError("--num_train_epochs must be positive (or give --max_steps)")
+    if args.num_train_epochs > MAX_EPOCHS:
+        raise ExpmrcError(f"--num_train_epochs must be at most {MAX_EPOCHS}, got {args.num_train_epochs}")
     if not 0 <= args.warmup_proportion < 1:
         raise ExpmrcError(f"--warmup_proportion must be in [0, 1), got {args.warmup_proportion}")
+    if not 0 <= args.weight_decay < 1:
+        raise ExpmrcError(f"--weight_decay must be in [0, 1), got {args.weight_decay}")
     if args.loss_lambda < 0:
         raise ExpmrcError(f"--loss_lambda must not be negative, got {args.loss_lambda}")
 

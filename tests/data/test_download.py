@@ -88,3 +88,52 @@ def test_subset_names_resolve_in_expmrc_data(tmp_path, monkeypatch):
     monkeypatch.setenv("EXPMRC_DATA", str(tmp_path / "elsewhere"))
     with pytest.raises(ExpmrcError, match="race: no dev set found"):
         resolve_dataset_path("race")
+
+
+def _zip_of(tmp_path, name: str, method: int = zipfile.ZIP_DEFLATED) -> Path:
+    path = tmp_path / name
+    with zipfile.ZipFile(path, "w", method) as z:
+        z.writestr("expmrc/data/squad/expmrc-squad-dev.json", json.dumps({"data": ["x" * 200] * 50}))
+    return path
+
+
+def _patch(path: Path, offset_of: bytes, delta: int, value: bytes) -> None:
+    """Overwrite bytes at a fixed distance after every occurrence of a header signature."""
+    data = bytearray(path.read_bytes())
+    start = data.find(offset_of)
+    while start >= 0:
+        data[start + delta:start + delta + len(value)] = value
+        start = data.find(offset_of, start + 1)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("crc", "zip entry expmrc/data/squad/expmrc-squad-dev.json is damaged (Bad CRC-32"),
+    ("deflate", "zip entry expmrc/data/squad/expmrc-squad-dev.json is damaged ("),
+    ("method", "uses a compression method this Python cannot read"),
+    ("password", "is encrypted; unpack it yourself"),
+    ("truncated", "damaged zip archive (truncated?"),
+])
+def test_damaged_zip_is_one_line_and_writes_nothing(tmp_path, damage, message):
+    archive = _zip_of(tmp_path, "release.zip", zipfile.ZIP_STORED if damage == "crc" else zipfile.ZIP_DEFLATED)
+    raw = archive.read_bytes()
+    if damage == "crc":
+        archive.write_bytes(raw.replace(b"xxxx", b"xxyx", 1))
+    elif damage == "deflate":
+        body = raw.find(b"dev.json", 30) + 8
+        archive.write_bytes(raw[:body] + bytes(b ^ 0x5A for b in raw[body:body + 12]) + raw[body + 12:])
+    elif damage == "method":
+        _patch(archive, b"PK\x03\x04", 8, b"\x63\x00")
+        _patch(archive, b"PK\x01\x02", 10, b"\x63\x00")
+    elif damage == "password":
+        _patch(archive, b"PK\x03\x04", 6, b"\x01\x00")
+        _patch(archive, b"PK\x01\x02", 8, b"\x01\x00")
+    else:
+        archive.write_bytes(raw[:len(raw) // 2])
+    dest = tmp_path / "data"
+    result = subprocess.run([sys.executable, "-m", "expmrc.cli", "download", "--from", str(archive), "--dest",
+                             str(dest), "--subsets", "squad"], capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"error: {archive}: ")
+    assert message in result.stderr
+    assert not dest.exists()

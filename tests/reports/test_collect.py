@@ -172,3 +172,63 @@ def test_nothing_scorable_is_one_line_and_writes_nothing(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
     assert cli_main(["collect", str(tmp_path / "no-such-dir")]) == 2
     assert "no-such-dir: not a run directory" in capsys.readouterr().err
+
+
+def test_runs_whose_settings_are_not_numbers_are_left_out_with_the_reason(tmp_path, capsys):
+    squad = span_dataset(tmp_path)
+    runs = tmp_path / "runs"
+    right = span_predictions([1, 1, 1, 1], [1, 1, 1, 1])
+    make_run(runs / "ok", squad, "span", 0.1, 1, right)
+    make_run(runs / "fractional-seed", squad, "span", 0.1, 1.9, right)
+    make_run(runs / "nan-lambda", squad, "span", 0.1, 2, right)
+    info = runs / "nan-lambda" / "run_info.json"
+    info.write_text(info.read_text(encoding="utf-8").replace('"loss_lambda": 0.1', '"loss_lambda": NaN'), encoding="utf-8")
+    make_run(runs / "text-lambda", squad, "span", "0.1", 3, right)
+    make_run(runs / "failed", squad, "span", 0.1, 4, right, status="failed", error="loss became nan at step 3")
+    out = tmp_path / "out"
+    assert cli_main(["collect", str(runs), "--output-dir", str(out), "--format", "csv", "--quiet"]) == 0
+    rows = {Path(r["run_dir"]).name: r for r in read_csv(out / "runs.csv")}
+    assert rows["fractional-seed"]["status"] == "invalid" and "rand_seed 1.9 is not a whole number" in rows["fractional-seed"]["note"]
+    assert rows["nan-lambda"]["status"] == "invalid" and "NaN, which is not finite" in rows["nan-lambda"]["note"]
+    assert rows["text-lambda"]["status"] == "invalid" and "loss_lambda is '0.1', not a number" in rows["text-lambda"]["note"]
+    assert rows["failed"]["status"] == "failed"
+    (setting,) = read_csv(out / "table3.csv")
+    assert (setting["runs"], setting["seeds"]) == ("1", "1")  # only the good run is averaged
+
+
+def test_runs_group_by_dev_file_content_and_resolved_model(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    squad = span_dataset(tmp_path)
+    shorter = json.loads(Path(squad).read_text(encoding="utf-8"))
+    shorter["data"][0]["paragraphs"][0]["qas"] = shorter["data"][0]["paragraphs"][0]["qas"][:2]
+    small = write_json(tmp_path / "data" / "squad-dev-small.json", shorter)
+    copy = write_json(tmp_path / "elsewhere" / "squad-dev.json", json.loads(Path(squad).read_text(encoding="utf-8")))
+    (tmp_path / "models" / "tiny-bert").mkdir(parents=True)
+    runs = tmp_path / "runs"
+    right = span_predictions([1, 1, 1, 1], [1, 1, 1, 1])
+    make_run(runs / "relative", squad, "span", 0.1, 1, right, model="models/tiny-bert")
+    make_run(runs / "absolute", copy, "span", 0.1, 2, right, model=str(tmp_path / "models" / "tiny-bert"))
+    make_run(runs / "small-dev", small, "span", 0.1, 3, {k: right[k] for k in ("q1", "q2")}, model="models/tiny-bert")
+    out = tmp_path / "results"
+    (out / "table3.md").parent.mkdir()
+    (out / "table3.md").write_text("an earlier collect", encoding="utf-8")
+    assert cli_main(["collect", "runs", "results", "--output-dir", "results", "--quiet"]) == 0
+    settings = read_csv(out / "table3.csv")
+    assert sorted((r["runs"], r["seeds"], Path(r["dev_file"]).name) for r in settings) == [
+        ("1", "3", "squad-dev-small.json"), ("2", "1 2", "squad-dev.json")]
+    assert len({r["model"] for r in settings}) == 1  # relative and absolute paths: one model
+    assert len(read_csv(out / "runs.csv")) == 3  # its own results/ folder is not a run
+    markdown = (out / "table3.md").read_text(encoding="utf-8")
+    assert "| tiny-bert (dev: squad-dev-small.json " in markdown
+
+
+def test_a_repeated_seed_in_one_setting_is_refused_in_one_line(tmp_path, capsys):
+    squad = span_dataset(tmp_path)
+    runs = tmp_path / "runs"
+    right = span_predictions([1, 1, 1, 1], [1, 1, 1, 1])
+    make_run(runs / "a", squad, "span", 0.1, 7, right)
+    make_run(runs / "b", squad, "span", 0.1, 7.0, right)
+    assert cli_main(["collect", str(runs), "--output-dir", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {runs / 'a'} and {runs / 'b'}: the same setting")
+    assert "same seed 7" in err and not (tmp_path / "out").exists()

@@ -61,3 +61,21 @@ def test_original_script_line_parses_into_a_train_config():
 def test_impossible_flag_combinations_are_refused(argv, message):
     with pytest.raises(ExpmrcError, match=message):
         check_flags(parse("span", *argv))
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--learning_rate", "inf", "--learning_rate must be a finite number, got inf"),
+    ("--learning_rate", "nan", "--learning_rate must be a finite number, got nan"),
+    ("--learning_rate", "5", "--learning_rate must be above 0 and at most 1, got 5.0"),
+    ("--loss_lambda", "nan", "--loss_lambda must be a finite number, got nan"),
+    ("--loss_lambda", "-inf", "--loss_lambda must be a finite number, got -inf"),
+    ("--weight_decay", "nan", "--weight_decay must be a finite number, got nan"),
+    ("--weight_decay", "1.5", "--weight_decay must be in [0, 1), got 1.5"),
+    ("--num_train_epochs", "inf", "--num_train_epochs must be a finite number, got inf"),
+    ("--num_train_epochs", "1e9", "--num_train_epochs must be at most 1000"),
+    ("--warmup_proportion", "nan", "--warmup_proportion must be a finite number, got nan"),
+])
+def test_float_flags_must_be_finite_and_in_range_before_any_work(flag, value, message):
+    args = parse("span", "--do_train=True", "--train_file=t.json", f"{flag}={value}")
+    with pytest.raises(ExpmrcError, match=message.replace("[", r"\[").replace(")", r"\)").replace("+", r"\+")):
+        check_flags(args)
