@@ -12,12 +12,12 @@ import hashlib
 import json
 import logging
 import os
-from pathlib import Path
 from typing import Any, Callable
 
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import load_file, save_file
 
+from expmrc.data.io import atomic_file
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import FeatureReport, FeatureTable
 
@@ -72,16 +72,9 @@ def read_cache(path: str, key: str) -> tuple[FeatureTable, FeatureReport] | None
 
 def write_cache(path: str, key: str, table: FeatureTable, report: FeatureReport) -> None:
     """Write a cache file atomically (a temporary file beside it, then a rename)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    try:
+    with atomic_file(path) as tmp:
         save_file(table.arrays, str(tmp), metadata={"key": key, "task": table.task,
                                                     "report": json.dumps(report.as_dict())})
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def cached_features(path: str, key: str, build: Callable[[], tuple[FeatureTable, FeatureReport]],

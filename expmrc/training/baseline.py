@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from expmrc.data.datasets import Dataset
+from expmrc.data.io import atomic_directory, check_output_path
 from expmrc.data.submissions import PREDICTIONS_FILE, write_predictions
 from expmrc.decoding.predictions import decode_predictions
 from expmrc.errors import ExpmrcError
@@ -70,17 +69,16 @@ def setup_logging(is_main_process: bool) -> None:
     root.propagate = False
 
 
-def check_output_dir(path: str) -> Path:
-    """The run directory, created; one line when it cannot be (a file, under a file, not writable)."""
-    output = Path(path)
-    if output.exists() and not output.is_dir():
-        raise ExpmrcError(f"{path}: --output_dir is a file, not a folder")
+def check_outputs(args: argparse.Namespace) -> Path:
+    """The run directory, created, once every output path was checked (one line naming a bad one)."""
+    output = check_output_path(args.output_dir, "dir")
+    for cache in (args.train_tfrecord, args.predict_tfrecord):
+        if cache:
+            check_output_path(cache, "file", [args.train_file or "", args.predict_file or ""])
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ExpmrcError(f"{path}: cannot create --output_dir ({exc.strerror})") from None
-    if not os.access(output, os.W_OK):
-        raise ExpmrcError(f"{path}: --output_dir is not writable")
+        raise ExpmrcError(f"{args.output_dir}: cannot create --output_dir ({exc.strerror})") from None
     return output
 
 
@@ -114,18 +112,9 @@ def features(task: BaselineTask, args: argparse.Namespace, dataset: Dataset, tok
 def save_model(model: Any, tokenizer: Any, folder: Path, record: dict[str, Any]) -> None:
     """Write the fine-tuned model and its tokenizer as a complete Hugging Face folder, atomically."""
     model.config.expmrc = record
-    staging = folder.with_name(f".{folder.name}.tmp{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
+    with atomic_directory(str(folder), overwrite=True) as staging:
         model.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))
-        old = folder.with_name(f".{folder.name}.old{os.getpid()}")
-        if folder.exists():
-            os.replace(folder, old)
-        os.replace(staging, folder)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
@@ -137,7 +126,7 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
             raise ExpmrcError(f"--{name} must be at least 1, got {getattr(args, name)}")
     train_set = task.load(args.train_file, args.task_name) if args.do_train else None
     predict_set = task.load(args.predict_file, args.task_name) if args.do_predict else None
-    output = check_output_dir(args.output_dir)
+    output = check_outputs(args)
     config = train_config(args)
     accelerator = make_accelerator(config, use_tpu=args.use_tpu)
     main = accelerator.is_main_process

@@ -15,14 +15,13 @@ on an error never rewrites the record of a run that had finished. Only the main 
 
 from __future__ import annotations
 
-import signal
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from expmrc.data.io import read_json, write_json_atomic
 from expmrc.data.submissions import NBEST_FILE, PREDICTIONS_FILE
-from expmrc.errors import ExpmrcError
+from expmrc.errors import ExpmrcError, Terminated
 
 RUN_INFO = "run_info.json"
 MODEL_DIR = "model"
@@ -50,10 +49,6 @@ def read_run_info(output_dir: str) -> dict[str, Any] | None:
     return info if isinstance(info, dict) else None
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 @contextmanager
 def recorded_run(output_dir: str, info: dict[str, Any], is_main_process: bool = True,
                  resumable_step: Callable[[], int] = lambda: 0) -> Iterator[dict[str, Any]]:
@@ -64,10 +59,9 @@ def recorded_run(output_dir: str, info: dict[str, Any], is_main_process: bool = 
     previous = read_run_info(output_dir) if is_main_process else None
     if is_main_process:
         write_run_info(output_dir, {**info, "status": "running"})
-    handler = signal.signal(signal.SIGTERM, _raise_interrupt) if is_main_process else None
     try:
         yield info
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated):  # Ctrl-C, or SIGTERM (the command line turns it into Terminated)
         if is_main_process:
             step = resumable_step()
             write_run_info(output_dir, {**info, "status": "interrupted", "resumable_from_step": step,
@@ -80,9 +74,6 @@ def recorded_run(output_dir: str, info: dict[str, Any], is_main_process: bool = 
             else:
                 write_run_info(output_dir, {**info, "status": "failed", "error": str(exc) or type(exc).__name__})
         raise
-    finally:
-        if handler is not None:
-            signal.signal(signal.SIGTERM, handler)
     if is_main_process:
         info["status"] = "finished"
         info.pop("error", None)

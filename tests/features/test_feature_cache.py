@@ -45,4 +45,4 @@ def test_damaged_cache_is_rebuilt(tmp_path):
     features(data, tokenizer(), SETTINGS, cache, calls)
     cache.write_bytes(cache.read_bytes()[:100])
     features(data, tokenizer(), SETTINGS, cache, calls)
-    assert len(calls) == 2 and not list(tmp_path.glob(".cache.safetensors.tmp*"))
+    assert len(calls) == 2 and not list(tmp_path.glob(".cache.safetensors.*tmp*"))

@@ -5,13 +5,10 @@ any off-by-one between them keeps the scores low.
 
 from __future__ import annotations
 
-import json
-import random
-
 import pytest
 import torch
 
-from expmrc.data.datasets import LABELS, load_dataset
+from expmrc.data.datasets import load_dataset
 from expmrc.decoding.predictions import decode_predictions
 from expmrc.features.choice import build_choice_features
 from expmrc.features.span import build_span_features
@@ -21,33 +18,14 @@ from expmrc.models.choice import ChoiceModel
 from expmrc.models.span import SpanModel
 from expmrc.scoring.scorer import score
 from expmrc.training.loop import TrainConfig, make_accelerator, predict, train
+from helpers.choice_data import choice_file
 from helpers.common import needs_punkt
 from helpers.span_data import make_span_file
 from helpers.tiny_backbones import tiny_backbone
 
 pytestmark = [pytest.mark.slow, needs_punkt]
-
-OPTION_WORDS = ["apple", "river", "stone", "bridge"]
 NAMES = ["salt", "wool", "timber", "market", "school", "bridge", "stone", "morning", "merchant", "road", "town",
          "church", "mill", "harbour", "valley", "forest"]  # answers: words every tiny tokenizer knows whole
-FILLER_WORDS = ["town", "market", "school", "wool", "salt", "timber", "morning", "century", "merchant", "road"]
-
-
-def choice_file(path, count: int, seed: int) -> str:
-    """One-question passages: a filler sentence and `the answer is X .` with X the gold option's word, the other
-    options absent, so the passage must be read; the evidence is that sentence."""
-    rng = random.Random(seed)
-    data = []
-    for k in range(count):
-        options = rng.sample(OPTION_WORDS, rng.choice([2, 3, 4]))
-        gold = rng.randrange(len(options))
-        evidence = f"the answer is {options[gold]} ."
-        sentences = [" ".join(rng.choices(FILLER_WORDS, k=3)) + " ." for _ in range(2)]
-        sentences.insert(rng.randrange(3), evidence)
-        data.append({"id": f"g{k}", "article": " ".join(sentences), "questions": ["what is it ?"],
-                     "options": [options], "answers": [LABELS[gold]], "evidences": [[evidence]]})
-    path.write_text(json.dumps({"version": "expmrc-race-generated", "data": data}), encoding="utf-8")
-    return str(path)
 
 
 def run(task, kind, tmp_path, steps, learning_rate):

@@ -199,6 +199,15 @@ def test_bad_input_is_one_line_and_a_failed_run(inputs, tmp_path, capsys):
     assert capsys.readouterr().err.strip().splitlines()[-1] == \
         f"error: {broken_model}: model folder has no model.safetensors (nor pytorch_model.bin)"
 
+    a_file = tmp_path / "taken"
+    a_file.write_text("x")
+    for flag, value, message in (("--output_dir", str(a_file), f"error: {a_file}: is a file; give a folder"),
+                                 ("--predict_tfrecord", str(tmp_path), f"error: {tmp_path}: is a directory")):
+        argv = ["--model_name_or_path", str(inputs["model"]), "--do_predict", "--predict_file", str(inputs["dev"]),
+                "--output_dir", str(tmp_path / "run4"), flag, value]
+        assert run_guarded(run_span, argv) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1].startswith(message)
+
     argv = ["--model_name_or_path", str(inputs["model"]), "--do_predict", "--predict_file", str(inputs["dev"]),
             "--output_dir", str(tmp_path / "run3")]  # 512 tokens on a model with 128 positions
     assert run_guarded(run_span, argv) == 2
