@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         figures = r.extra_figures()
         if figures:
             print(f"\n{r.subset} ({r.prediction_path}): " + ", ".join(f"{k} {_figure(v)}" for k, v in figures.items()))
+        for note in r.notes():
+            print(f"note: {note}")
     for r in reports:
         print(f"\n{r.subset} ({r.prediction_path}) by question type:")
         print(_table(["type", "count", "ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"], 1,

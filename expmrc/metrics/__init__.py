@@ -4,4 +4,6 @@ Importing the package registers every metric, so `--help`, reports, the signatur
 enumerate them from `expmrc.metrics.registry.METRICS`.
 """
 
-from expmrc.metrics import leaderboard  # noqa: F401  (each module registers its metrics on import)
+# each module registers its metrics on import; the leaderboard's comes first
+from expmrc.metrics import leaderboard  # noqa: F401
+from expmrc.metrics import coupling  # noqa: F401

@@ -4,7 +4,8 @@ A metric scores one answered question at a time (`question`: the dataset's quest
 submission's `Prediction` -> named values, None where a value is not defined for that question) and
 then the whole dataset (`aggregate`: the per-question values in dataset order, None for a question the
 submission left out -> the named figures). `expmrc` is the leaderboard's own metric; the others add
-figures beside it and never change it.
+figures beside it and never change it. A metric that cannot score a prediction (say, an offset that
+does not point at its text) raises `BadPrediction`; the scorer names the file and the question.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from typing import Any, Callable, Sequence
 from expmrc.errors import ExpmrcError
 
 Values = dict[str, Any]
+
+
+class BadPrediction(ValueError):
+    """A prediction a metric cannot score; the message says what is wrong, the scorer adds file and id."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,7 @@ class Metric:
     question: Callable[[Any, Any], Values]  # (question, prediction) -> values
     aggregate: Callable[[Sequence[Values | None]], Values]  # values in dataset order -> figures
     needs: str = ""  # what the dataset must hold for the metric ("answers", "evidences"), checked by `select`
+    notes: Callable[[Sequence[Values | None]], list[str]] | None = None  # same input -> lines on what was left out
 
 
 METRICS: dict[str, Metric] = {}

@@ -23,7 +23,7 @@ from expmrc.data.datasets import Dataset
 from expmrc.data.submissions import load_submission, parse_prediction
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.leaderboard import LEADERBOARD, PUNKT_RESOURCE
-from expmrc.metrics.registry import Metric
+from expmrc.metrics.registry import BadPrediction, Metric
 
 @dataclass
 class QuestionScore:
@@ -114,6 +114,7 @@ class Report:
             "SKIP": self.skipped,
             "UNKNOWN": len(self.unknown_ids),
             **{key: _rounded(value) for key, value in self.extra_figures().items()},
+            "notes": self.notes(),
             "by_type": self.by_type(),
         }
 
@@ -123,6 +124,15 @@ class Report:
         for metric in self.metrics:
             figures.update(metric.aggregate([q.extra[metric.name] if q.answered else None for q in self.questions]))
         return figures
+
+    def notes(self) -> list[str]:
+        """What the extra metrics left out and why (e.g. a split that needs gold answers), one line each."""
+        lines: list[str] = []
+        for metric in self.metrics:
+            if metric.notes is not None:
+                values = [q.extra[metric.name] if q.answered else None for q in self.questions]
+                lines += [f"{metric.name}: {line}" for line in metric.notes(values)]
+        return lines
 
     def details(self) -> list[dict[str, Any]]:
         """One record per question, in dataset order, for `--details`."""
@@ -158,7 +168,10 @@ def score(dataset: Dataset, predictions: dict[str, Any], prediction_path: str = 
                                evidence=values["evidence"], overall=values["overall"], exact=values["exact"],
                                best_answer_reference=values["best_answer_reference"],
                                best_evidence_reference=values["best_evidence_reference"])
-        result.extra = {m.name: m.question(question, prediction) for m in metrics}
+        try:
+            result.extra = {m.name: m.question(question, prediction) for m in metrics}
+        except BadPrediction as exc:
+            raise ExpmrcError(f"{prediction_path or 'predictions'}: question {question.qid}: {exc}") from None
         results.append(result)
     unknown = [qid for qid in predictions if qid not in known]
     return Report(dataset.path, prediction_path, dataset.version, dataset.subset, results, unknown, metrics)
