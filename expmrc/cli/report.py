@@ -7,6 +7,8 @@ import sys
 
 from expmrc.data.datasets import SUBSETS
 from expmrc.errors import ExpmrcError
+from expmrc.reports.html import ANSWER_THRESHOLD, EVIDENCE_THRESHOLD, build_report
+from expmrc.reports.pages import check_output, human_size, write_page
 
 DESCRIPTION = """\
 Write one HTML page that shows a submission, or compares two, on a dataset. It opens offline in any
@@ -58,17 +60,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="extra metrics to compute and show (as in `expmrc evaluate`; default: the subset's own)")
     parser.add_argument("--names", type=_names, metavar="A[,B]",
                         help="short names for the submissions on the page (default: their paths)")
-    parser.add_argument("--answer-threshold", type=_fraction, default=0.5, metavar="T",
-                        help="an answer is right when its score (F1, or 1/0 for multiple choice) is >= T (default 0.5)")
-    parser.add_argument("--evidence-threshold", type=_fraction, default=0.5, metavar="T",
-                        help="evidence is good when its F1 is >= T (default 0.5)")
+    parser.add_argument("--answer-threshold", type=_fraction, default=ANSWER_THRESHOLD, metavar="T",
+                        help="an answer is right when its score (F1, or 1/0 for multiple choice) is >= T "
+                             "(default %(default)s)")
+    parser.add_argument("--evidence-threshold", type=_fraction, default=EVIDENCE_THRESHOLD, metavar="T",
+                        help="evidence is good when its F1 is >= T (default %(default)s)")
     parser.add_argument("--title", help="the page's title (default: the subset and the submissions' names)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from expmrc.reports.html import build_report
-    from expmrc.reports.pages import check_output, human_size, write_page
-
     if len(args.submissions) > 2:
         raise ExpmrcError(f"a report shows one submission or compares two; got {len(args.submissions)}")
     check_output(args.output)

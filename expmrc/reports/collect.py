@@ -13,13 +13,21 @@ import csv
 import io
 import json
 import os
+import re
 import statistics
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
 
 from expmrc.data.datasets import SUBSETS, Dataset, load_dataset, resolve_dataset_path
 from expmrc.data.io import write_text_atomic
 from expmrc.errors import ExpmrcError
+from expmrc.metrics.registry import select
+from expmrc.reports.html import load_submissions, render_report
+from expmrc.reports.pages import asset, pyplot, render, svg, write_page
 
 RUN_INFO = "run_info.json"
 PREDICTIONS = "dev_predictions.json"
@@ -27,7 +35,8 @@ METRICS = ("answer", "evidence", "overall")
 METRIC_LABELS = {"answer": "Ans.", "evidence": "Evi.", "overall": "All"}
 SUBSET_NAMES = {"squad": "SQuAD", "cmrc2018": "CMRC 2018", "race": "RACE+", "c3": "C3"}
 FORMATS = ("md", "csv", "png")
-OUTPUT_FILES = {"md": "table3.md", "csv": "table3.csv", "runs": "runs.csv", "png": "lambda.png"}
+OUTPUT_FILES = {"md": "table3.md", "csv": "table3.csv", "runs": "runs.csv", "png": "lambda.png", "html": "index.html"}
+REPORTS_DIR = "reports"  # with --html: one report page per scored run
 
 
 @dataclass
@@ -45,6 +54,7 @@ class Run:
     scores: dict[str, float] | None = None
     unanswered: int = 0
     total: int = 0
+    dataset_path: str = ""  # the dev set it was scored on
 
 
 @dataclass
@@ -171,6 +181,7 @@ def read_run(run_dir: str, datasets: DatasetCache) -> Run:
         run.status, run.note = "invalid", str(exc)
         return run
     run.subset, run.total, run.unanswered = dataset.subset, report.total, report.skipped
+    run.dataset_path = dataset.path
     if report.skipped == report.total:
         run.status, run.note = "invalid", f"none of its predictions match a question of {dataset.path}"
         return run
@@ -222,27 +233,20 @@ def _lam(value: float) -> str:
     return format(value, "g")
 
 
-def markdown_report(groups: list[Group], runs: list[Run]) -> str:
-    """The tables: maximum over seeds (Table 3 style), mean ± std, every setting, runs left out."""
+def setting_tables(groups: list[Group]) -> tuple[list[str], list[tuple[str, list[list[str]]]]]:
+    """The two tables over settings, as cells: maximum over seeds (Table 3 style) and mean ± std (the λ figure)."""
     names = short_model_names(groups)
     subsets = [s for s in SUBSETS if any(g.subset == s for g in groups)]
     rows = sorted({(g.model, g.loss_lambda) for g in groups}, key=lambda r: (names[r[0]], r[1]))
     by_key = {(g.subset, g.model, g.loss_lambda): g for g in groups}
-    scored = sum(len(g.runs) for g in groups)
-    lines = [
-        f"# ExpMRC runs: {scored} scored in {len(groups)} settings, {len(runs) - scored} left out",
-        "",
-        "Scores ×100 on each run's dev set (`expmrc.scoring.scorer`, leaderboard rules). Each setting is a model "
-        "and λ over seeds; `n` counts the seeds.",
-        "",
-    ]
     header = ["Model", "λ"] + [f"{SUBSET_NAMES[s]} {METRIC_LABELS[m]}" for s in subsets for m in METRICS] + ["n"]
+    tables = []
     for title, cell in (
         ("Maximum over seeds (as in the paper's Table 3)", lambda g, m: _fmt(g.max(m))),
         ("Mean ± standard deviation over seeds (as in the paper's λ figure)",
          lambda g, m: _fmt(g.mean(m)) + ("" if g.std(m) is None else f" ± {_fmt(g.std(m))}")),
     ):
-        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        table = []
         for model, lam in rows:
             cells, counts = [names[model], _lam(lam)], []
             for subset in subsets:
@@ -251,14 +255,37 @@ def markdown_report(groups: list[Group], runs: list[Run]) -> str:
                 if group:
                     counts.append(len(group.runs))
             cells.append(str(counts[0]) if len(set(counts)) == 1 else "/".join(map(str, counts)))
-            lines.append("| " + " | ".join(cells) + " |")
+            table.append(cells)
+        tables.append((title, table))
+    return header, tables
+
+
+def setting_stats(group: Group) -> list[str]:
+    """Mean / std / max of each metric for one setting, three decimals."""
+    return [f"{_fmt(group.mean(m), 3)} / {_fmt(group.std(m), 3)} / {_fmt(group.max(m), 3)}" for m in METRICS]
+
+
+def markdown_report(groups: list[Group], runs: list[Run]) -> str:
+    """The tables: maximum over seeds (Table 3 style), mean ± std, every setting, runs left out."""
+    names = short_model_names(groups)
+    scored = sum(len(g.runs) for g in groups)
+    lines = [
+        f"# ExpMRC runs: {scored} scored in {len(groups)} settings, {len(runs) - scored} left out",
+        "",
+        "Scores ×100 on each run's dev set (`expmrc.scoring.scorer`, leaderboard rules). Each setting is a model "
+        "and λ over seeds; `n` counts the seeds.",
+        "",
+    ]
+    header, tables = setting_tables(groups)
+    for title, table in tables:
+        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(cells) + " |" for cells in table]
         lines.append("")
     lines += ["## Settings", "", "| Subset | Model | λ | Seeds | Answer mean / std / max | "
               "Evidence mean / std / max | Overall mean / std / max |", "|---|---|---|---|---|---|---|"]
     for g in groups:
-        stats = [f"{_fmt(g.mean(m), 3)} / {_fmt(g.std(m), 3)} / {_fmt(g.max(m), 3)}" for m in METRICS]
         lines.append(f"| {SUBSET_NAMES[g.subset]} | {names[g.model]} | {_lam(g.loss_lambda)} | "
-                     f"{', '.join(map(str, g.seeds))} | " + " | ".join(stats) + " |")
+                     f"{', '.join(map(str, g.seeds))} | " + " | ".join(setting_stats(g)) + " |")
     left_out = [r for r in runs if r.status != "finished"]
     noted = [r for r in runs if r.status == "finished" and r.note]
     lines += ["", "## Runs left out", ""]
@@ -300,13 +327,9 @@ def runs_csv(runs: list[Run]) -> str:
     return _csv(rows)
 
 
-def plot_lambda(groups: list[Group], path: str) -> None:
+def lambda_figure(groups: list[Group]) -> Any:
     """Answer, evidence and overall (mean over seeds, bars: std) against λ, one panel per subset."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = short_model_names(groups)
     subsets = [s for s in SUBSETS if any(g.subset == s for g in groups)]
     fig, axes = plt.subplots(1, len(subsets), figsize=(4.6 * len(subsets), 3.8), squeeze=False)
@@ -331,6 +354,13 @@ def plot_lambda(groups: list[Group], path: str) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def plot_lambda(groups: list[Group], path: str) -> None:
+    """The λ figure as a PNG at `path`, written atomically."""
+    plt = pyplot()
+    fig = lambda_figure(groups)
     tmp = f"{path}.tmp{os.getpid()}.png"
     try:
         fig.savefig(tmp, dpi=120)
@@ -339,6 +369,60 @@ def plot_lambda(groups: list[Group], path: str) -> None:
         plt.close(fig)
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+# ---------------------------------------------------------------- the HTML page
+
+def report_names(runs: list[Run]) -> dict[str, str]:
+    """A file name for each scored run's report page: its path below the runs' common folder, made safe."""
+    dirs = [r.run_dir for r in runs if r.status == "finished"]
+    if not dirs:
+        return {}
+    root = os.path.commonpath([os.path.abspath(d) for d in dirs])
+    names: dict[str, str] = {}
+    for run_dir in dirs:
+        relative = os.path.relpath(os.path.abspath(run_dir), root)
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", relative if relative != "." else Path(run_dir).name).strip("._")
+        name, k = f"{stem or 'run'}.html", 1
+        while name in names.values():
+            k += 1
+            name = f"{stem or 'run'}-{k}.html"
+        names[run_dir] = name
+    return names
+
+
+def write_html(groups: list[Group], runs: list[Run], datasets: DatasetCache, output_dir: str,
+               progress: bool = True) -> list[str]:
+    """index.html (the tables, the λ figure, every run) and a report page per scored run under reports/."""
+    out = Path(output_dir)
+    links = {run_dir: f"{REPORTS_DIR}/{name}" for run_dir, name in report_names(runs).items()}
+    written = []
+    for run in tqdm([r for r in runs if r.run_dir in links], desc="report pages", unit="run", disable=not progress,
+                    file=sys.stderr):
+        dataset = datasets.load(run.dataset_path)
+        submissions = load_submissions(dataset, [os.path.join(run.run_dir, PREDICTIONS)], select(None, dataset),
+                                       [run.run_dir])
+        page = str(out / links[run.run_dir])
+        write_page(page, render_report(dataset, submissions, title=f"ExpMRC run {run.run_dir}"))
+        written.append(page)
+    header, tables = setting_tables(groups)
+    names = short_model_names(groups)
+    settings = [{"subset": SUBSET_NAMES[g.subset], "model": names[g.model], "lambda": _lam(g.loss_lambda),
+                 "stats": setting_stats(g),
+                 "runs": [{"seed": r.rand_seed, "link": links.get(r.run_dir)}
+                          for r in sorted(g.runs, key=lambda r: (r.rand_seed is None, r.rand_seed))]}
+                for g in groups]
+    rows = [{"run_dir": r.run_dir, "status": r.status, "subset": r.subset, "model": r.model,
+             "lambda": "" if r.loss_lambda is None else _lam(r.loss_lambda),
+             "seed": "" if r.rand_seed is None else r.rand_seed,
+             "scores": [f"{r.scores[m]:.3f}" for m in METRICS] if r.scores else ["", "", ""],
+             "note": r.note, "link": links.get(r.run_dir)} for r in runs]
+    scored = sum(len(g.runs) for g in groups)
+    index = str(out / OUTPUT_FILES["html"])
+    write_page(index, render("collect.html.j2", title=f"ExpMRC runs: {scored} scored in {len(groups)} settings",
+                             left_out=len(runs) - scored, header=header, tables=tables, settings=settings, runs=rows,
+                             figure=svg(lambda_figure(groups), "lambda"), css=asset("report.css")))
+    return [index] + written
 
 
 # ---------------------------------------------------------------- the whole job
@@ -354,10 +438,11 @@ class CollectResult:
 
 
 def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
-            formats: tuple[str, ...] = FORMATS, progress: bool = True) -> CollectResult:
-    """Score every run under `paths` and write the requested tables and figure into `output_dir`."""
-    from tqdm import tqdm
+            formats: tuple[str, ...] = FORMATS, progress: bool = True, html: bool = False) -> CollectResult:
+    """Score every run under `paths` and write the requested tables and figure into `output_dir`.
 
+    `html` adds index.html (tables, the λ figure as SVG, every run) and a report page per scored run.
+    """
     datasets = DatasetCache(data)
     run_dirs = find_run_dirs(paths)
     runs = [read_run(d, datasets) for d in tqdm(run_dirs, desc="scoring runs", unit="run", disable=not progress)]
@@ -379,4 +464,6 @@ def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
         out.mkdir(parents=True, exist_ok=True)
         plot_lambda(groups, str(out / OUTPUT_FILES["png"]))
         written.append(str(out / OUTPUT_FILES["png"]))
+    if html:
+        written += write_html(groups, runs, datasets, output_dir, progress)
     return CollectResult(runs, groups, markdown, written)
