@@ -144,21 +144,35 @@ def passage_of(question: Question) -> str:
 
 
 def _gold(question: Question, passage: str) -> tuple[dict[str, Any], list[tuple[tuple[int, int] | None, str]]]:
-    """The gold texts of a question and the spans to highlight for them."""
+    """The gold texts of a question (each distinct text once) and the spans to highlight for them."""
     evidences = [str(e) for e in question.evidences or []]
     evidence_spans = [locate(passage, e) for e in evidences]
-    gold: dict[str, Any] = {"evidences": evidences, "evidencesFound": [where is not None for where in evidence_spans],
-                            "answers": [], "answersFound": [], "label": None}
     spans = [(where, "ge") for where in evidence_spans]
+    answers: list[str] = []
+    answer_spans: list[tuple[int, int] | None] = []
+    label = None
     if isinstance(question, SpanQuestion):
-        gold["answers"] = [str(a) for a in question.answers]
+        answers = [str(a) for a in question.answers]
         answer_spans = [locate(passage, answer, start, evidence_spans)
-                        for answer, start in zip(gold["answers"], question.answer_starts)]
-        gold["answersFound"] = [where is not None for where in answer_spans]
+                        for answer, start in zip(answers, question.answer_starts)]
         spans += [(where, "ga") for where in answer_spans]
     else:
-        gold["label"] = question.answer
-    return gold, spans
+        label = question.answer
+    return {"answers": _distinct(answers, answer_spans), "evidences": _distinct(evidences, evidence_spans),
+            "label": label}, spans
+
+
+def _distinct(texts: list[str], spans: list[tuple[int, int] | None]) -> list[list[Any]]:
+    """[text, found in the passage] for each distinct text, in first-seen order (annotators often agree)."""
+    found: dict[str, bool] = {}
+    for text, where in zip(texts, spans):
+        found[text] = found.get(text, False) or where is not None
+    return [[text, located] for text, located in found.items()]
+
+
+def _index(texts: list[list[Any]], text: str | None) -> int | None:
+    """Where `text` is among the distinct gold texts, or None."""
+    return next((k for k, (t, _) in enumerate(texts) if t == text), None)
 
 
 def _predicted(question: Question, passage: str, prediction: Prediction | None,
@@ -222,8 +236,9 @@ def page_data(dataset: Dataset, submissions: list[Submission], answer_threshold:
             scored = sub.report.questions[k]
             texts, more = _predicted(question, passage, sub.predictions.get(question.qid), letter)
             spans += more
-            subs.append({**texts, "answered": scored.answered, "bestAnswer": scored.best_answer_reference,
-                         "bestEvidence": scored.best_evidence_reference, "extra": json_value(scored.extra)})
+            subs.append({**texts, "answered": scored.answered, "extra": json_value(scored.extra),
+                         "bestAnswer": _index(gold["answers"], scored.best_answer_reference),
+                         "bestEvidence": _index(gold["evidences"], scored.best_evidence_reference)})
         values = _values(submissions, k)
         keys.update(dict.fromkeys(values))
         questions.append({

@@ -131,6 +131,8 @@ def test_filters_sorting_thresholds_and_highlights_through_the_page_controls(bro
                                                  para["context"].index("Australia") + len("Australia")]]
     rows = browser.evaluate("Array.from(document.querySelectorAll('tr.detail .texts th')).map(th => th.textContent)")
     assert "A answer" in rows and "B evidence" in rows
+    cells = browser.evaluate("Array.from(document.querySelectorAll('tr.detail .texts td')).map(td => td.textContent)")
+    assert "Melbourne is the sporting capital of Australia. best match for A best match for B" in cells
 
     shot = tmp_path / "report.png"
     assert browser.screenshot(str(shot)) > 1000

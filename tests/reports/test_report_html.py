@@ -118,7 +118,9 @@ def test_highlights_sit_at_the_right_character_offsets(write_json):
     assert marked(page, q1, "ae") == ["Melbourne is the sporting capital of Australia."]
     assert marked(page, q1, "aa") == ["Melbourne"] and marked(page, q1, "ba") == ["Australia"]
     assert marked(page, q1, "be") == ["It hosts the Open."]
-    assert q1["gold"]["answersFound"] == [True, False]
+    assert q1["gold"]["answers"] == [["Melbourne", True], ["Melbourne city", False]]  # distinct texts, found or not
+    assert q2["gold"]["evidences"] == [["Sydney is larger.", True], ["Sydney is larger", True]]
+    assert (q2["subs"][1]["bestEvidence"], q2["subs"][0]["bestAnswer"]) == (0, 0)  # which gold text matched best
     # q2's gold evidences are "Sydney is larger." and "Sydney is larger": both highlighted, at the same place
     assert marked(page, q2, "ge") == ["Sydney is larger", "Sydney is larger."]
     assert [m[:2] for m in q2["marks"] if m[2] == "ga"] == [[67, 73]]

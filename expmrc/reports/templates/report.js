@@ -59,33 +59,34 @@
 
   // ------------------------------------------------------------ filtering and sorting
   function haystack(q) {
-    const parts = [q.id, q.question, ...(q.options || []), ...q.gold.answers, ...q.gold.evidences];
+    const parts = [q.id, q.question, ...(q.options || []), ...q.gold.answers.map((a) => a[0]),
+      ...q.gold.evidences.map((e) => e[0])];
     for (const sub of q.subs) parts.push(sub.answer || "", sub.evidence || "");
     return parts.join("\n").toLowerCase();
   }
 
-  function visible(i) {
-    const q = questions[i];
+  function filter() {  // the page's filters, read once: a test of one question index
     const search = $("search").value.trim().toLowerCase();
-    if (search) {
-      if (haystacks === null) haystacks = questions.map(haystack);
-      if (!haystacks[i].includes(search)) return false;
-    }
+    if (search && haystacks === null) haystacks = questions.map(haystack);
     const type = $("type").value;
-    if (type && q.type !== type) return false;
     const quadrant = $("quadrant").value;
     const of = $("quadrant-of") ? Number($("quadrant-of").value) : 0;
-    if (quadrant && quadrantOf(q, of) !== quadrant) return false;
     const key = $("range-key").value;
-    if (key) {
-      const value = q.values[key];
-      const low = $("range-min").valueAsNumber;
-      const high = $("range-max").valueAsNumber;
-      if ((Number.isFinite(low) || Number.isFinite(high)) && typeof value !== "number") return false;
-      if (Number.isFinite(low) && value < low) return false;
-      if (Number.isFinite(high) && value > high) return false;
-    }
-    return true;
+    const low = key ? $("range-min").valueAsNumber : NaN;
+    const high = key ? $("range-max").valueAsNumber : NaN;
+    return (i) => {
+      const q = questions[i];
+      if (search && !haystacks[i].includes(search)) return false;
+      if (type && q.type !== type) return false;
+      if (quadrant && quadrantOf(q, of) !== quadrant) return false;
+      if (Number.isFinite(low) || Number.isFinite(high)) {
+        const value = q.values[key];
+        if (typeof value !== "number") return false;
+        if (Number.isFinite(low) && value < low) return false;
+        if (Number.isFinite(high) && value > high) return false;
+      }
+      return true;
+    };
   }
 
   function compare(key, direction) {
@@ -102,23 +103,28 @@
     };
   }
 
+  let arranged = "|asc";  // the order the rows are in (dataset order at first); unchanged, they are not moved
+
   function update() {
     const key = $("sort-key").value;
     const direction = $("sort-dir").value;
-    const order = questions.map((_, i) => i).sort(compare(key, direction));
+    if (arranged !== key + "|" + direction) {
+      const fragment = document.createDocumentFragment();
+      for (const i of questions.map((_, k) => k).sort(compare(key, direction))) {
+        fragment.append(rows[i]);
+        if (details.has(i)) fragment.append(details.get(i));
+      }
+      tbody.append(fragment);
+      arranged = key + "|" + direction;
+    }
     let shown = 0;
-    const fragment = document.createDocumentFragment();
-    for (const i of order) {
+    const visible = filter();
+    questions.forEach((_, i) => {
       const show = visible(i);
       shown += show;
-      rows[i].hidden = !show;
-      fragment.append(rows[i]);
-      if (details.has(i)) {
-        details.get(i).hidden = !show;
-        fragment.append(details.get(i));
-      }
-    }
-    tbody.append(fragment);
+      if (rows[i].hidden === show) rows[i].hidden = !show;
+      if (details.has(i)) details.get(i).hidden = !show;
+    });
     $("shown").textContent = `showing ${shown} of ${questions.length} questions`;
     document.querySelectorAll("button.sort").forEach((button) => {
       if (button.dataset.key === key) button.dataset.dir = direction; else delete button.dataset.dir;
@@ -177,23 +183,15 @@
     cell.append(passageNode(data.passages[q.passage], q.marks));
     const texts = el("tbody");
     const row = (label, ...cells) => texts.append(el("tr", {}, el("th", { scope: "row" }, label), ...cells));
-    if (q.options) {
-      row("gold answer", el("td", {}, q.gold.label));
-    } else {
-      const seen = new Set();  // annotators often agree: each answer text once
-      q.gold.answers.forEach((text, k) => {
-        if (seen.has(text)) return;
-        row(seen.size ? "" : "gold answers", textCell(text, q.gold.answersFound[k]));
-        seen.add(text);
-      });
-    }
-    if (!q.gold.evidences.length) row("gold evidence", el("td", { class: "missing" }, "the dataset has none for this question"));
-    const shown = new Set();
-    q.gold.evidences.forEach((text, k) => {
-      if (shown.has(text)) return;
-      row(shown.size ? "" : "gold evidence", textCell(text, q.gold.evidencesFound[k]));
-      shown.add(text);
+    const gold = (label, texts, kind) => texts.forEach(([text, found], k) => {  // each marked with who matched it best
+      const cell = textCell(text, found);
+      q.subs.forEach((sub, s) => { if (sub[kind] === k) cell.append(" ", el("span", { class: "badge" }, `best match for ${letters[s]}`)); });
+      row(k ? "" : label, cell);
     });
+    if (q.options) row("gold answer", el("td", {}, q.gold.label));
+    else gold("gold answers", q.gold.answers, "bestAnswer");
+    if (!q.gold.evidences.length) row("gold evidence", el("td", { class: "missing" }, "the dataset has none for this question"));
+    gold("gold evidence", q.gold.evidences, "bestEvidence");
     q.subs.forEach((sub, s) => {
       const letter = letters[s];
       if (!sub.answered) { row(letter, el("td", { class: "missing" }, "unanswered (scored 0)")); return; }
@@ -202,8 +200,6 @@
         q.values[letter + ":answer"], answerName));
       row(`${letter} evidence`, textCell(sub.evidence, !sub.notFound.includes("evidence"), q.values[letter + ":evidence"], "F1"));
       row(`${letter} overall`, el("td", {}, figure(q.values[letter + ":overall"]) + (data.kind === "span" ? `; exact match ${figure(q.values[letter + ":exact"])}` : "")));
-      if (sub.bestAnswer !== null && data.kind === "span") row(`${letter} best gold answer`, el("td", {}, sub.bestAnswer));
-      if (sub.bestEvidence !== null) row(`${letter} best gold evidence`, el("td", {}, sub.bestEvidence));
       for (const [metric, values] of Object.entries(sub.extra || {})) {
         const text = Object.entries(values || {}).map(([name, value]) => `${name} ${figure(value)}`).join(", ");
         row(`${letter} ${metric}`, el("td", {}, text || "n/a"));
