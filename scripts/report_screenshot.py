@@ -16,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from PIL import Image
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -49,8 +51,6 @@ def main() -> None:
             browser.screenshot(shot)
             if browser.errors:
                 sys.exit(f"the page reported errors: {browser.errors}")
-        from PIL import Image
-
         Image.open(shot).convert("RGB").quantize(colors=64).save(args.output, optimize=True)
     print(f"wrote {args.output} ({Path(args.output).stat().st_size:,d} bytes)")
 
