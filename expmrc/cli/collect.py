@@ -13,10 +13,12 @@ Score every run directory's dev_predictions.json on its dev set (run_info.json's
   table3.csv  one row per setting: mean, sample std and max of answer, evidence and overall
   runs.csv    one row per run directory, scored or not
   lambda.png  answer, evidence and overall against lambda (mean over seeds, std bars), a panel per subset
+  index.html  with --html: the tables and the lambda figure on one page that opens offline, each scored
+              run linked to its own `expmrc report` page (reports/RUN.html)
 A folder without run_info.json is searched for run directories below it.
 
 example:
-  expmrc collect runs/sweep --output-dir results/sweep
+  expmrc collect runs/sweep --output-dir results/sweep --html
   expmrc collect runs/squad-* runs/race-* --data data/squad/expmrc-squad-dev.json \\
       --data data/race/expmrc-race-dev.json --format md,csv
 """
@@ -40,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "name); repeat once per subset: each run takes the one sharing its question ids")
     parser.add_argument("--format", type=_formats, default=("md", "csv", "png"), metavar="md,csv,png",
                         help="which outputs to write (default: all three)")
+    parser.add_argument("--html", action="store_true",
+                        help="also write index.html and a report page per scored run under reports/")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no table on stdout")
 
 
@@ -48,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from expmrc.reports.collect import collect
 
     check_output_path(args.output_dir, "dir")
-    result = collect(args.run_dirs, args.output_dir, data=args.data, formats=args.format, progress=not args.quiet)
+    result = collect(args.run_dirs, args.output_dir, data=args.data, formats=args.format, progress=not args.quiet,
+                     html=args.html)
     if not args.quiet:
         sys.stdout.write(result.markdown)
     left_out = [r for r in result.runs if r.status != "finished"]

@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subset", choices=SUBSETS,
                         help="the subset of every dataset given, when their `version` does not say")
     parser.add_argument("--details", metavar="FILE.jsonl",
-                        help="write one JSON line per question: id, type, scores, best-matching references")
+                        help="write one JSON line per question: id, type, scores, the question, the predicted "
+                             "answer and evidence, and the best-matching gold answer and evidence")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.add_argument("--metrics", metavar="NAME[,NAME]",
                         help="figures to add beside the leaderboard's (names above; default: each subset's own)")

@@ -18,15 +18,23 @@ import hashlib
 import io
 import math
 import os
+import re
 import statistics
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
 
 from expmrc.data.datasets import SUBSETS, Dataset, load_dataset, resolve_dataset_path
 from expmrc.data.io import atomic_file, read_json, write_text_atomic
 from expmrc.data.submissions import load_submission
 from expmrc.errors import ExpmrcError
 from expmrc.scoring.scorer import score
+from expmrc.metrics.registry import select
+from expmrc.reports.html import load_submissions, render_report
+from expmrc.reports.pages import asset, pyplot, render, svg, write_page
 
 RUN_INFO = "run_info.json"
 PREDICTIONS = "dev_predictions.json"
@@ -34,7 +42,8 @@ METRICS = ("answer", "evidence", "overall")
 METRIC_LABELS = {"answer": "Ans.", "evidence": "Evi.", "overall": "All"}
 SUBSET_NAMES = {"squad": "SQuAD", "cmrc2018": "CMRC 2018", "race": "RACE+", "c3": "C3"}
 FORMATS = ("md", "csv", "png")
-OUTPUT_FILES = {"md": "table3.md", "csv": "table3.csv", "runs": "runs.csv", "png": "lambda.png"}
+OUTPUT_FILES = {"md": "table3.md", "csv": "table3.csv", "runs": "runs.csv", "png": "lambda.png", "html": "index.html"}
+REPORTS_DIR = "reports"  # with --html: one report page per scored run
 
 
 @dataclass
@@ -301,12 +310,41 @@ def _lam(value: float) -> str:
     return format(value, "g")
 
 
-def markdown_report(groups: list[Group], runs: list[Run]) -> str:
-    """The tables: maximum over seeds (Table 3 style), mean ± std, every setting, runs left out."""
+def setting_tables(groups: list[Group]) -> tuple[list[str], list[tuple[str, list[list[str]]]]]:
+    """The two tables over settings, as cells: maximum over seeds (Table 3 style) and mean ± std (the λ figure)."""
     names = short_model_names(groups)
     subsets = [s for s in SUBSETS if any(g.subset == s for g in groups)]
     rows = sorted({(g.model, g.loss_lambda, g.dev_label) for g in groups}, key=lambda r: (names[r[0]], r[1], r[2]))
     by_key = {(g.subset, g.model, g.loss_lambda, g.dev_label): g for g in groups}
+    header = ["Model", "λ"] + [f"{SUBSET_NAMES[s]} {METRIC_LABELS[m]}" for s in subsets for m in METRICS] + ["n"]
+    tables = []
+    for title, cell in (
+        ("Maximum over seeds (as in the paper's Table 3)", lambda g, m: _fmt(g.max(m))),
+        ("Mean ± standard deviation over seeds (as in the paper's λ figure)",
+         lambda g, m: _fmt(g.mean(m)) + ("" if g.std(m) is None else f" ± {_fmt(g.std(m))}")),
+    ):
+        table = []
+        for model, lam, dev in rows:
+            cells, counts = [names[model] + (f" (dev: {dev})" if dev else ""), _lam(lam)], []
+            for subset in subsets:
+                group = by_key.get((subset, model, lam, dev))
+                cells += [cell(group, m) if group else "" for m in METRICS]
+                if group:
+                    counts.append(len(group.runs))
+            cells.append(str(counts[0]) if len(set(counts)) == 1 else "/".join(map(str, counts)))
+            table.append(cells)
+        tables.append((title, table))
+    return header, tables
+
+
+def setting_stats(group: Group) -> list[str]:
+    """Mean / std / max of each metric for one setting, three decimals."""
+    return [f"{_fmt(group.mean(m), 3)} / {_fmt(group.std(m), 3)} / {_fmt(group.max(m), 3)}" for m in METRICS]
+
+
+def markdown_report(groups: list[Group], runs: list[Run]) -> str:
+    """The tables: maximum over seeds (Table 3 style), mean ± std, every setting, runs left out."""
+    names = short_model_names(groups)
     scored = sum(len(g.runs) for g in groups)
     lines = [
         f"# ExpMRC runs: {scored} scored in {len(groups)} settings, {len(runs) - scored} left out",
@@ -316,30 +354,17 @@ def markdown_report(groups: list[Group], runs: list[Run]) -> str:
         "stand in rows of their own, labelled with that file.",
         "",
     ]
-    header = ["Model", "λ"] + [f"{SUBSET_NAMES[s]} {METRIC_LABELS[m]}" for s in subsets for m in METRICS] + ["n"]
-    for title, cell in (
-        ("Maximum over seeds (as in the paper's Table 3)", lambda g, m: _fmt(g.max(m))),
-        ("Mean ± standard deviation over seeds (as in the paper's λ figure)",
-         lambda g, m: _fmt(g.mean(m)) + ("" if g.std(m) is None else f" ± {_fmt(g.std(m))}")),
-    ):
+    header, tables = setting_tables(groups)
+    for title, table in tables:
         lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for model, lam, dev in rows:
-            cells, counts = [names[model] + (f" (dev: {dev})" if dev else ""), _lam(lam)], []
-            for subset in subsets:
-                group = by_key.get((subset, model, lam, dev))
-                cells += [cell(group, m) if group else "" for m in METRICS]
-                if group:
-                    counts.append(len(group.runs))
-            cells.append(str(counts[0]) if len(set(counts)) == 1 else "/".join(map(str, counts)))
-            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["| " + " | ".join(cells) + " |" for cells in table]
         lines.append("")
     lines += ["## Settings", "", "| Subset | Model | λ | Seeds | Answer mean / std / max | "
               "Evidence mean / std / max | Overall mean / std / max | Dev file (sha256) |",
               "|---|---|---|---|---|---|---|---|"]
     for g in groups:
-        stats = [f"{_fmt(g.mean(m), 3)} / {_fmt(g.std(m), 3)} / {_fmt(g.max(m), 3)}" for m in METRICS]
         lines.append(f"| {SUBSET_NAMES[g.subset]} | {names[g.model]} | {_lam(g.loss_lambda)} | "
-                     f"{', '.join(map(str, g.seeds))} | " + " | ".join(stats) +
+                     f"{', '.join(map(str, g.seeds))} | " + " | ".join(setting_stats(g)) +
                      f" | {Path(g.dev_file).name} ({g.dev_sha256[:12]}) |")
     left_out = [r for r in runs if r.status != "finished"]
     noted = [r for r in runs if r.status == "finished" and r.note]
@@ -383,13 +408,9 @@ def runs_csv(runs: list[Run]) -> str:
     return _csv(rows)
 
 
-def plot_lambda(groups: list[Group], path: str) -> None:
+def lambda_figure(groups: list[Group]) -> Any:
     """Answer, evidence and overall (mean over seeds, bars: std) against λ, one panel per subset."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = short_model_names(groups)
     subsets = [s for s in SUBSETS if any(g.subset == s for g in groups)]
     fig, axes = plt.subplots(1, len(subsets), figsize=(4.6 * len(subsets), 3.8), squeeze=False)
@@ -414,11 +435,73 @@ def plot_lambda(groups: list[Group], path: str) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def plot_lambda(groups: list[Group], path: str) -> None:
+    """The λ figure as a PNG at `path`, written atomically."""
+    plt = pyplot()
+    fig = lambda_figure(groups)
+    tmp = f"{path}.tmp{os.getpid()}.png"
     try:
         with atomic_file(path) as tmp:
             fig.savefig(tmp, dpi=120, format="png")
     finally:
         plt.close(fig)
+
+
+# ---------------------------------------------------------------- the HTML page
+
+def report_names(runs: list[Run]) -> dict[str, str]:
+    """A file name for each scored run's report page: its path below the runs' common folder, made safe."""
+    dirs = [r.run_dir for r in runs if r.status == "finished"]
+    if not dirs:
+        return {}
+    root = os.path.commonpath([os.path.abspath(d) for d in dirs])
+    names: dict[str, str] = {}
+    for run_dir in dirs:
+        relative = os.path.relpath(os.path.abspath(run_dir), root)
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", relative if relative != "." else Path(run_dir).name).strip("._")
+        name, k = f"{stem or 'run'}.html", 1
+        while name in names.values():
+            k += 1
+            name = f"{stem or 'run'}-{k}.html"
+        names[run_dir] = name
+    return names
+
+
+def write_html(groups: list[Group], runs: list[Run], datasets: DatasetCache, output_dir: str,
+               progress: bool = True) -> list[str]:
+    """index.html (the tables, the λ figure, every run) and a report page per scored run under reports/."""
+    out = Path(output_dir)
+    links = {run_dir: f"{REPORTS_DIR}/{name}" for run_dir, name in report_names(runs).items()}
+    written = []
+    for run in tqdm([r for r in runs if r.run_dir in links], desc="report pages", unit="run", disable=not progress,
+                    file=sys.stderr):
+        dataset = datasets.load(run.dev_file)
+        submissions = load_submissions(dataset, [os.path.join(run.run_dir, PREDICTIONS)], select(None, dataset),
+                                       [run.run_dir])
+        page = str(out / links[run.run_dir])
+        write_page(page, render_report(dataset, submissions, title=f"ExpMRC run {run.run_dir}"))
+        written.append(page)
+    header, tables = setting_tables(groups)
+    names = short_model_names(groups)
+    settings = [{"subset": SUBSET_NAMES[g.subset], "model": names[g.model], "lambda": _lam(g.loss_lambda),
+                 "stats": setting_stats(g),
+                 "runs": [{"seed": r.rand_seed, "link": links.get(r.run_dir)}
+                          for r in sorted(g.runs, key=lambda r: (r.rand_seed is None, r.rand_seed))]}
+                for g in groups]
+    rows = [{"run_dir": r.run_dir, "status": r.status, "subset": r.subset, "model": r.model,
+             "lambda": "" if r.loss_lambda is None else _lam(r.loss_lambda),
+             "seed": "" if r.rand_seed is None else r.rand_seed,
+             "scores": [f"{r.scores[m]:.3f}" for m in METRICS] if r.scores else ["", "", ""],
+             "note": r.note, "link": links.get(r.run_dir)} for r in runs]
+    scored = sum(len(g.runs) for g in groups)
+    index = str(out / OUTPUT_FILES["html"])
+    write_page(index, render("collect.html.j2", title=f"ExpMRC runs: {scored} scored in {len(groups)} settings",
+                             left_out=len(runs) - scored, header=header, tables=tables, settings=settings, runs=rows,
+                             figure=svg(lambda_figure(groups), "lambda"), css=asset("report.css")))
+    return [index] + written
 
 
 # ---------------------------------------------------------------- the whole job
@@ -434,10 +517,11 @@ class CollectResult:
 
 
 def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
-            formats: tuple[str, ...] = FORMATS, progress: bool = True) -> CollectResult:
-    """Score every run under `paths` and write the requested tables and figure into `output_dir`."""
-    from tqdm import tqdm
+            formats: tuple[str, ...] = FORMATS, progress: bool = True, html: bool = False) -> CollectResult:
+    """Score every run under `paths` and write the requested tables and figure into `output_dir`.
 
+    `html` adds index.html (tables, the λ figure as SVG, every run) and a report page per scored run.
+    """
     datasets = DatasetCache(data)
     run_dirs = find_run_dirs(paths, ignore=output_dir)
     runs = [read_run(d, datasets) for d in tqdm(run_dirs, desc="scoring runs", unit="run", disable=not progress)]
@@ -458,4 +542,6 @@ def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
     if "png" in formats:
         plot_lambda(groups, str(out / OUTPUT_FILES["png"]))
         written.append(str(out / OUTPUT_FILES["png"]))
+    if html:
+        written += write_html(groups, runs, datasets, output_dir, progress)
     return CollectResult(runs, groups, markdown, written)

@@ -27,7 +27,7 @@ from expmrc.metrics.registry import BadPrediction, Metric
 
 @dataclass
 class QuestionScore:
-    """One question's scores and the references that matched best."""
+    """One question's scores, its texts (question, prediction) and the references that matched best."""
 
     id: str
     type: str
@@ -38,6 +38,9 @@ class QuestionScore:
     exact: float = 0.0
     best_answer_reference: str | None = None
     best_evidence_reference: str | None = None
+    question: str = ""
+    predicted_answer: str | int | float | None = None  # as the submission gives it; None when unanswered
+    predicted_evidence: str | int | float | None = None
     extra: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra metric -> its values here
 
 
@@ -160,14 +163,16 @@ def score(dataset: Dataset, predictions: dict[str, Any], prediction_path: str = 
             known.add(question.qid)
         qtype = question_type(question.question, dataset.language)
         if not matchable or question.qid not in predictions:
-            results.append(QuestionScore(id=question.qid, type=qtype, answered=False))
+            results.append(QuestionScore(id=question.qid, type=qtype, answered=False, question=question.question))
             continue
         prediction = parse_prediction(prediction_path, question.qid, predictions[question.qid])
         values = LEADERBOARD.question(question, prediction)
         result = QuestionScore(id=question.qid, type=qtype, answered=True, answer=values["answer"],
                                evidence=values["evidence"], overall=values["overall"], exact=values["exact"],
                                best_answer_reference=values["best_answer_reference"],
-                               best_evidence_reference=values["best_evidence_reference"])
+                               best_evidence_reference=values["best_evidence_reference"],
+                               question=question.question, predicted_answer=prediction.answer,
+                               predicted_evidence=prediction.evidence)
         try:
             result.extra = {m.name: m.question(question, prediction) for m in metrics}
         except BadPrediction as exc:

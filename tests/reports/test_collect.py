@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import statistics
+from html.parser import HTMLParser
 from pathlib import Path
 
 from helpers.common import needs_punkt
@@ -232,3 +233,34 @@ def test_a_repeated_seed_in_one_setting_is_refused_in_one_line(tmp_path, capsys)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"error: {runs / 'a'} and {runs / 'b'}: the same setting")
     assert "same seed 7" in err and not (tmp_path / "out").exists()
+
+
+def test_html_page_links_every_scored_run_to_its_report(tmp_path, capsys):
+    sweep = build_sweep(tmp_path)
+    out = tmp_path / "results"
+    assert cli_main(["collect", str(sweep), "--output-dir", str(out), "--format", "md", "--html", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert f"wrote {out / 'index.html'}" in err
+
+    class Links(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.links, self.tags = [], []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+            self.links += [value for name, value in attrs if name in ("href", "src")]
+
+    page = Links()
+    page.feed((out / "index.html").read_text(encoding="utf-8"))
+    scored = ["squad/lambda_0.01/seed_1", "squad/lambda_0.01/seed_2", "squad/lambda_0.1/seed_1",
+              "squad/lambda_0.1/seed_2", "squad/lambda_0.5/seed_1", "race/lambda_0.1/seed_1"]
+    expected = {f"reports/{run.replace('/', '_')}.html" for run in scored}
+    assert set(page.links) == expected and len(page.links) == 2 * len(scored)  # from the settings and from the runs
+    assert sorted(p.name for p in (out / "reports").iterdir()) == sorted(link.split("/")[1] for link in expected)
+    assert "svg" in page.tags and "img" not in page.tags and "script" not in page.tags
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "<td>100.0</td><td>50.0</td><td>50.0</td>" in index  # λ 0.01, max over seeds, as in table3.md
+    assert "CUDA out of memory" in index
+    report = (out / "reports" / "squad_lambda_0.5_seed_1.html").read_text(encoding="utf-8")
+    assert report.count('class="qrow"') == 4 and "ExpMRC run " in report

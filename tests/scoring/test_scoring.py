@@ -148,6 +148,21 @@ def test_evaluate_several_pairs_json_and_details(write_json, tmp_path):
     assert records[2]["answered"] is False and records[2]["overall"] == 0
 
 
+def test_details_carry_the_texts_beside_the_scores(write_json, tmp_path):
+    details = tmp_path / "details.jsonl"
+    result = run("-m", "expmrc.cli", "evaluate", write_json("s.json", SPAN_DATA), write_json("sp.json", SPAN_PRED),
+                 write_json("c.json", CHOICE_DATA), write_json("cp.json", CHOICE_PRED), "--details", str(details))
+    assert result.returncode == 0, result.stderr
+    records = {r["id"]: r for r in map(json.loads, details.read_text(encoding="utf-8").splitlines())}
+    q2 = records["q2"]
+    assert (q2["question"], q2["predicted_answer"], q2["predicted_evidence"]) == ("Which city is larger?", "Sydney is",
+                                                                                  "Sydney")
+    assert (q2["best_answer_reference"], q2["best_evidence_reference"]) == ("Sydney", "Sydney is larger.")
+    assert records["q3"]["question"] == "How many opens?" and records["q3"]["predicted_answer"] is None
+    assert records["m1-1"]["question"] == "他喜欢什么？" and records["m1-1"]["predicted_evidence"] == "喜欢长城"
+    assert records["m2-0"]["predicted_answer"] == 1   # kept as the submission gives it
+
+
 def test_evaluate_text_report_has_signature(write_json):
     result = run("-m", "expmrc.cli", "evaluate", write_json("s.json", SPAN_DATA), write_json("sp.json", SPAN_PRED))
     assert result.returncode == 0 and "44.444" in result.stdout and "signature: expmrc:" in result.stdout

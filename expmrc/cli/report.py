@@ -1,0 +1,90 @@
+"""`expmrc report`: a self-contained HTML page of a submission (or two) on a dataset."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from expmrc.data.datasets import SUBSETS
+from expmrc.errors import ExpmrcError
+from expmrc.reports.html import ANSWER_THRESHOLD, EVIDENCE_THRESHOLD, build_report
+from expmrc.reports.pages import check_output, human_size, write_page
+
+DESCRIPTION = """\
+Write one HTML page that shows a submission, or compares two, on a dataset. It opens offline in any
+browser: styles, script, data and figures are inside the file.
+
+Summary: the official figures (ALL_F1, ANS_F1, EVI_F1), answer exact match, the figures of every
+extra metric computed (as `expmrc evaluate` computes them), the signature, scores by question type,
+the distribution of per-question evidence F1, and the four quadrants answer right/wrong x evidence
+good/poor (answer right when its score >= --answer-threshold; evidence good when its F1 >=
+--evidence-threshold; both adjustable on the page too).
+
+Questions: each question with its passage, where the gold evidence, the predicted evidence and the
+answers are highlighted (shapes as well as colours, with a legend), the options for multiple
+choice, the scores; filters by quadrant, question type and score range, search by id or text, and
+sorting by any score. With two submissions, both predictions on the same passage and the score
+differences B - A, sortable. docs/report.md explains the page.
+
+examples:
+  expmrc report squad sample_submission/squad.json --output squad-report.html
+  expmrc report race runs/race-a/dev_predictions.json runs/race-b/dev_predictions.json \\
+      --names baseline,idf-window --output race-compare.html
+"""
+
+
+def _names(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"names are a comma list of non-empty names; got {text!r}")
+    return names
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:  # also refuses nan; inf is out of range
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dataset", metavar="DATASET", help="dataset file, or a subset name resolved in $EXPMRC_DATA or data/")
+    parser.add_argument("submissions", nargs="+", metavar="SUBMISSION",
+                        help="the submission to show, and optionally a second one to compare with it (B against A)")
+    parser.add_argument("--output", required=True, metavar="REPORT.html", help="where to write the page")
+    parser.add_argument("--subset", choices=SUBSETS, help="the subset, when the dataset's `version` does not say")
+    parser.add_argument("--metrics", metavar="NAME[,NAME]",
+                        help="extra metrics to compute and show (as in `expmrc evaluate`; default: the subset's own)")
+    parser.add_argument("--names", type=_names, metavar="A[,B]",
+                        help="short names for the submissions on the page (default: their paths)")
+    parser.add_argument("--answer-threshold", type=_fraction, default=ANSWER_THRESHOLD, metavar="T",
+                        help="an answer is right when its score (F1, or 1/0 for multiple choice) is >= T "
+                             "(default %(default)s)")
+    parser.add_argument("--evidence-threshold", type=_fraction, default=EVIDENCE_THRESHOLD, metavar="T",
+                        help="evidence is good when its F1 is >= T (default %(default)s)")
+    parser.add_argument("--title", help="the page's title (default: the subset and the submissions' names)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if len(args.submissions) > 2:
+        raise ExpmrcError(f"a report shows one submission or compares two; got {len(args.submissions)}")
+    check_output(args.output)
+    html, submissions = build_report(args.dataset, args.submissions, subset=args.subset, metric_names=args.metrics,
+                                     names=args.names, answer_threshold=args.answer_threshold,
+                                     evidence_threshold=args.evidence_threshold, title=args.title)
+    for sub in submissions:
+        report = sub.report
+        if report.skipped:
+            first = next(q.id for q in report.questions if not q.answered)
+            print(f"warning: {report.prediction_path}: {report.skipped} of {report.total} questions unanswered "
+                  f"(scored 0), first: {first}", file=sys.stderr)
+        if report.unknown_ids:
+            print(f"warning: {report.prediction_path}: {len(report.unknown_ids)} prediction id(s) not in the "
+                  f"dataset, ignored, first: {report.unknown_ids[0]}", file=sys.stderr)
+    size = write_page(args.output, html)
+    print(f"wrote {args.output}: {submissions[0].report.total} questions, {len(submissions)} submission(s), "
+          f"{human_size(size)}", file=sys.stderr)
+    return 0

@@ -1,0 +1,59 @@
+"""Make the README's screenshot of an `expmrc report` page: the real page, in headless Chromium.
+
+    python scripts/report_screenshot.py [--output docs/img/report.png]
+
+Needs $EXPMRC_DATA, NLTK's Punkt data and Chromium. The page compares SQuAD's sample submission
+(most-similar-question evidence, A) with answer-sentence evidence made on the spot by `expmrc evidence`
+(B); the script sorts the questions by B − A evidence through the page's own header button, opens the
+first one and photographs the question list. The PNG is reduced to 64 colours to keep the checkout small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from expmrc.reports.browser import Browser  # noqa: E402
+from expmrc.reports.html import build_report  # noqa: E402
+from expmrc.reports.pages import write_page  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", default=str(ROOT / "docs" / "img" / "report.png"))
+    parser.add_argument("--width", type=int, default=1200)
+    parser.add_argument("--height", type=int, default=820)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        other = str(Path(tmp) / "squad-answer-sentence.json")
+        subprocess.run([sys.executable, "-m", "expmrc.cli", "evidence", "--method", "answer-sentence", "squad",
+                        "--output", other], check=True, cwd=ROOT, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        html, _ = build_report("squad", [str(ROOT / "sample_submission" / "squad.json"), other],
+                               names=["most-similar-question", "answer-sentence"])
+        page = str(Path(tmp) / "report.html")
+        write_page(page, html)
+        with Browser(width=args.width, height=args.height) as browser:
+            browser.open(page)
+            browser.wait_for("document.documentElement.dataset.ready === 'true'")
+            browser.click('button.sort[data-key="B-A:evidence"]')
+            browser.click('button.sort[data-key="B-A:evidence"]')  # descending: B's biggest gains first
+            browser.click("#question-table tr.qrow button.open")
+            browser.evaluate("window.scrollTo(0, document.getElementById('questions').offsetTop - 8)")
+            shot = str(Path(tmp) / "shot.png")
+            browser.screenshot(shot)
+            if browser.errors:
+                sys.exit(f"the page reported errors: {browser.errors}")
+        Image.open(shot).convert("RGB").quantize(colors=64).save(args.output, optimize=True)
+    print(f"wrote {args.output} ({Path(args.output).stat().st_size:,d} bytes)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""`expmrc report` pages in a real browser: headless Chromium loads the page, the test uses the page's own
+controls (clicks, typing) and checks what is visible afterwards, the highlights as drawn, and a screenshot.
+
+Skips only where no Chromium is installed (`.ci/run` installs Debian's `chromium` where it can).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers.common import CHOICE_DATA, ROOT, SPAN_DATA, dev_set, needs_punkt
+
+from expmrc.data.datasets import load_dataset
+from expmrc.reports.browser import Browser, find_browser
+from expmrc.reports.html import build_report, load_submissions, quadrant_counts, render_report, utf16_offsets
+from expmrc.reports.pages import write_page
+
+pytestmark = [needs_punkt, pytest.mark.skipif(find_browser() is None,
+                                              reason="no Chromium installed (apt-get install chromium)")]
+
+PWN = "<script>window.pwned = 1</script>"
+SPAN_PRED = {
+    "q1": {"answer": "Melbourne", "evidence": "Melbourne is the sporting capital of Australia."},
+    "q2": {"answer": "Sydney", "evidence": "It hosts the Open."},
+}
+SPAN_PRED_B = {
+    "q1": {"answer": "Australia", "evidence": "It hosts the Open."},
+    "q2": {"answer": "Sydney", "evidence": "Sydney is larger."},
+    "q3": {"answer": "Open", "evidence": "It hosts the Open."},
+}
+VISIBLE_IDS = ("Array.from(document.querySelectorAll('#question-table tr.qrow'))"
+               ".filter(r => !r.hidden).map(r => r.querySelector('button.open').textContent)")
+DRAWN_RANGES = """(() => {
+  const passage = document.querySelector('tr.detail[data-i="%d"] .passage');
+  const ranges = {};
+  let position = 0;
+  for (const node of passage.childNodes) {
+    const length = node.textContent.length;
+    if (node.nodeType === 1) for (const name of node.classList) (ranges[name] = ranges[name] || []).push([position, position + length]);
+    position += length;
+  }
+  return {ranges, text: passage.textContent, elements: passage.querySelectorAll('script, b').length};
+})()"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with Browser(width=1280, height=900) as chromium:
+        yield chromium
+
+
+def merged(ranges: list[list[int]]) -> list[list[int]]:
+    """Touching or overlapping ranges joined, sorted."""
+    out: list[list[int]] = []
+    for start, end in sorted(ranges):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return out
+
+
+def shown(browser: Browser) -> str:
+    return browser.evaluate("document.getElementById('shown').textContent")
+
+
+def load(browser: Browser, path: str) -> None:
+    browser.errors.clear()
+    browser.requests.clear()
+    browser.open(path)
+    assert browser.wait_for("document.documentElement.dataset.ready === 'true'")
+    assert browser.requests == [Path(path).resolve().as_uri()]  # nothing fetched besides the page itself
+
+
+def test_filters_sorting_thresholds_and_highlights_through_the_page_controls(browser, write_json, tmp_path):
+    data = json.loads(json.dumps(SPAN_DATA))
+    para = data["data"][0]["paragraphs"][0]
+    offset = len(PWN) + 1
+    para["context"] = PWN + " " + para["context"]
+    for qa in para["qas"]:
+        qa["answers"] = [dict(a, answer_start=a["answer_start"] + offset) for a in qa["answers"]]
+    dataset = load_dataset(write_json("dev.json", data))
+    subs = load_submissions(dataset, [write_json("a.json", SPAN_PRED), write_json("b.json", SPAN_PRED_B)], [])
+    html = render_report(dataset, subs)
+    page = str(tmp_path / "report.html")
+    write_page(page, html)
+    load(browser, page)
+    assert browser.evaluate(VISIBLE_IDS) == ["q1", "q2", "q3"] and shown(browser) == "showing 3 of 3 questions"
+
+    browser.click('button.quadrant[data-sub="0"][data-quadrant="right-poor"]')  # A: right answer, poor evidence
+    assert browser.evaluate(VISIBLE_IDS) == ["q2"] and shown(browser) == "showing 1 of 3 questions"
+    browser.click('button.quadrant[data-sub="0"][data-quadrant="unanswered"]')
+    assert browser.evaluate(VISIBLE_IDS) == ["q3"]
+    browser.click("#clear")
+    browser.type("#search", "SYDNEY IS")
+    browser.wait_for("document.getElementById('shown').textContent === 'showing 1 of 3 questions'")
+    assert browser.evaluate(VISIBLE_IDS) == ["q2"]
+    browser.click("#clear")
+    assert browser.evaluate(VISIBLE_IDS) == ["q1", "q2", "q3"]
+
+    browser.click('button.sort[data-key="B-A:answer"]')  # ascending: q1 (−1), q2 (0), q3 (+1)
+    assert browser.evaluate(VISIBLE_IDS) == ["q1", "q2", "q3"]
+    browser.click('button.sort[data-key="B-A:answer"]')  # again: descending
+    assert browser.evaluate(VISIBLE_IDS) == ["q3", "q2", "q1"]
+    browser.click('button.sort[data-key="B-A:overall"]')  # q2 and q3 tie at +1 and keep their dataset order
+    assert browser.evaluate(VISIBLE_IDS) == ["q1", "q2", "q3"]
+    browser.click('button.sort[data-key="B-A:overall"]')
+    assert browser.evaluate(VISIBLE_IDS) == ["q2", "q3", "q1"]
+
+    browser.type("#evidence-threshold", "0")  # every answered question now has good evidence
+    expected = [quadrant_counts(sub.report, 0.5, 0.0) for sub in subs]
+    counts = browser.evaluate("Array.from(document.querySelectorAll('button.quadrant'))"
+                              ".map(b => [Number(b.dataset.sub), b.dataset.quadrant, Number(b.textContent)])")
+    assert counts and all(expected[s][name] == count for s, name, count in counts), counts
+    assert expected[0]["right-good"] == 2
+
+    browser.click("#q-0 button.open")  # q1, drawn on demand
+    drawn = browser.evaluate(DRAWN_RANGES % 0)
+    assert drawn["text"] == para["context"] and drawn["elements"] == 0
+    assert browser.evaluate("typeof window.pwned") == "undefined"
+    q1 = json.loads(browser.evaluate("document.getElementById('report-data').textContent"))["questions"][0]
+    for kind in ("ge", "ga", "ae", "aa", "be", "ba"):
+        expected_ranges = merged([m[:2] for m in q1["marks"] if m[2] == kind])
+        assert merged(drawn["ranges"].get("m-" + kind, [])) == expected_ranges, kind
+    start = para["context"].index("Melbourne is")
+    assert merged(drawn["ranges"]["m-ge"]) == [[start, start + len("Melbourne is the sporting capital of Australia.")]]
+    assert merged(drawn["ranges"]["m-ba"]) == [[para["context"].index("Australia"),
+                                                 para["context"].index("Australia") + len("Australia")]]
+    rows = browser.evaluate("Array.from(document.querySelectorAll('tr.detail .texts th')).map(th => th.textContent)")
+    assert "A answer" in rows and "B evidence" in rows
+    cells = browser.evaluate("Array.from(document.querySelectorAll('tr.detail .texts td')).map(td => td.textContent)")
+    assert "Melbourne is the sporting capital of Australia. best match for A best match for B" in cells
+
+    shot = tmp_path / "report.png"
+    assert browser.screenshot(str(shot)) > 1000
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert browser.errors == []
+
+
+def test_multiple_choice_options_show_gold_and_chosen(browser, write_json, tmp_path):
+    pred = {"m1-0": {"answer": "A", "evidence": "小明去北京。"}, "m1-1": {"answer": "C", "evidence": "他喜欢长城。"},
+            "m2-0": {"answer": "B", "evidence": "天很蓝。"}}
+    page = str(tmp_path / "c3.html")
+    html, _ = build_report(write_json("c3.json", CHOICE_DATA), [write_json("p.json", pred)])
+    write_page(page, html)
+    load(browser, page)
+    browser.type("#search", "长城")
+    browser.wait_for("document.getElementById('shown').textContent === 'showing 1 of 3 questions'")
+    browser.click("#q-1 button.open")
+    options = browser.evaluate("Array.from(document.querySelectorAll('tr.detail .options li'))"
+                               ".map(li => [li.className, li.textContent])")
+    assert options == [["opt-gold", "A. 长城gold"], ["", "B. 故宫"], ["opt-a", "C. 天坛A"]]
+    drawn = browser.evaluate(DRAWN_RANGES % 1)
+    assert merged(drawn["ranges"]["m-ge"]) == [[6, 12]] and merged(drawn["ranges"]["m-ae"]) == [[6, 12]]
+    assert browser.errors == []
+
+
+@pytest.mark.data
+@pytest.mark.slow
+@pytest.mark.parametrize("subset", ["squad", "cmrc2018", "race", "c3"])
+def test_each_sample_submission_works_in_the_browser(browser, tmp_path, subset):
+    path = dev_set(subset)
+    page = str(tmp_path / f"{subset}.html")
+    html, subs = build_report(path, [str(ROOT / "sample_submission" / f"{subset}.json")])
+    write_page(page, html)
+    load(browser, page)
+    total = subs[0].report.total
+    assert shown(browser) == f"showing {total} of {total} questions"
+    expected = quadrant_counts(subs[0].report, 0.5, 0.5)["right-poor"]
+    browser.click('button.quadrant[data-sub="0"][data-quadrant="right-poor"]')
+    assert shown(browser) == f"showing {expected} of {total} questions" and 0 < expected < total
+    first = browser.evaluate("document.querySelector('#question-table tr.qrow:not([hidden])').dataset.i")
+    browser.click(f"#q-{first} button.open")
+    drawn = browser.evaluate(DRAWN_RANGES % int(first))
+    question = load_dataset(path).questions[int(first)]
+    passage = drawn["text"]  # UTF-16 offsets below, as the page counts them; a gold evidence is found verbatim
+    units = utf16_offsets(passage) or list(range(len(passage) + 1))
+    gold = [(passage.index(str(e)), passage.index(str(e)) + len(str(e))) for e in question.evidences]
+    assert merged(drawn["ranges"]["m-ge"]) == merged([[units[s], units[e]] for s, e in gold])
+    assert browser.screenshot(str(tmp_path / f"{subset}.png")) > 1000
+    assert browser.errors == []
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_a_comparison_of_two_submissions_on_a_full_dev_set(browser, tmp_path):
+    path = dev_set("squad")
+    sample = json.loads((ROOT / "sample_submission" / "squad.json").read_text(encoding="utf-8"))
+    dataset = load_dataset(path)
+    other = {}
+    for k, question in enumerate(dataset.questions):  # better evidence on every other question, no answer on some
+        entry = dict(sample[question.qid])
+        if k % 2 == 0:
+            entry["evidence"] = question.evidences[0]
+        if k % 7 == 0:
+            entry["answer"] = "no idea"
+        other[question.qid] = entry
+    b_path = tmp_path / "b.json"
+    b_path.write_text(json.dumps(other), encoding="utf-8")
+    html, subs = build_report(path, [str(ROOT / "sample_submission" / "squad.json"), str(b_path)],
+                              names=["sample", "changed"])
+    page = str(tmp_path / "compare.html")
+    write_page(page, html)
+    load(browser, page)
+    browser.click('button.sort[data-key="B-A:overall"]')
+    browser.click('button.sort[data-key="B-A:overall"]')  # descending: the biggest gain first
+    first = int(browser.evaluate("document.querySelector('#question-table tr.qrow').dataset.i"))
+    diffs = [b.overall - a.overall for a, b in zip(subs[0].report.questions, subs[1].report.questions)]
+    assert diffs[first] == max(diffs) > 0
+    browser.click(f"#q-{first} button.open")
+    drawn = browser.evaluate(DRAWN_RANGES % first)
+    assert drawn["ranges"]["m-be"] and drawn["ranges"]["m-ae"]
+    browser.click('button.quadrant[data-sub="1"][data-quadrant="wrong-good"]')  # B: wrong answer, good evidence
+    expected = quadrant_counts(subs[1].report, 0.5, 0.5)["wrong-good"]
+    assert shown(browser) == f"showing {expected} of {len(diffs)} questions" and expected > 0
+    assert browser.screenshot(str(tmp_path / "compare.png")) > 1000
+    assert browser.errors == []
