@@ -19,6 +19,11 @@ import numpy as np
 
 from expmrc.errors import ExpmrcError
 
+try:  # optional C implementation (`pip install google-crc32c`, or the `fast` extra): ~20x the numpy path
+    import google_crc32c
+except ImportError:  # pragma: no cover - depends on the environment
+    google_crc32c = None
+
 TABLE_MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48
 BLOCK_TRAILER_SIZE = 5
@@ -81,6 +86,16 @@ def _advance_zeros(length: int) -> list[list[int]]:
 def crc32c(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
     """CRC-32C of `data`, continuing from a previous result `crc` (0 to start).
 
+    Uses the `google-crc32c` C extension when it is installed, else `crc32c_numpy`.
+    """
+    if google_crc32c is not None:
+        return google_crc32c.extend(crc, data if isinstance(data, bytes) else bytes(data))  # needs read-only bytes
+    return crc32c_numpy(data, crc)
+
+
+def crc32c_numpy(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
+    """CRC-32C in pure numpy/Python (the fallback), continuing from `crc` like `crc32c`.
+
     Long inputs are cut into equal chunks whose CRCs numpy computes side by side, then chained with the
     zero-advance tables, so a BERT-large checkpoint is verified in seconds rather than minutes.
     """
@@ -101,7 +116,7 @@ def crc32c(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
     for value in partial.tolist():
         register = (z0[register & 0xFF] ^ z1[(register >> 8) & 0xFF] ^ z2[(register >> 16) & 0xFF]
                     ^ z3[register >> 24] ^ value)
-    return crc32c(view[chunks * length:], (~register) & 0xFFFFFFFF)
+    return crc32c_numpy(view[chunks * length:], (~register) & 0xFFFFFFFF)
 
 
 def mask_crc(crc: int) -> int:
