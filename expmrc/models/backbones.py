@@ -34,6 +34,7 @@ from transformers import AutoConfig, AutoTokenizer, PretrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
 from expmrc.errors import ExpmrcError
+from expmrc.models.configs import build_config
 from expmrc.models.tf_checkpoint import bert_tokenizer_from_vocab, load_tf_bert_state_dict, read_bert_config
 
 logger = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ def _pretrained(name: str) -> ModelSource:
     if not local and (not HUB_ID.match(name) or Path(name).exists() or name.startswith((".", "~"))):
         raise ExpmrcError(f"{name}: model folder not found (--model_name_or_path takes a folder or a Hub id)")
     try:
-        config = AutoConfig.from_pretrained(name)
+        config = build_config(name, lambda: AutoConfig.from_pretrained(name))
     except (OSError, ValueError, KeyError) as exc:
         raise ExpmrcError(_load_error(name, local, "config", exc)) from None
     if type(config) not in MODEL_MAPPING:
@@ -203,7 +204,26 @@ def load_task_model(model_class: type, source: ModelSource) -> tuple[Any, LoadRe
     if info.get("mismatched_keys"):
         raise ExpmrcError(f"{source.name}: weights of the wrong shape for this config: "
                           f"{', '.join(sorted(map(str, info['mismatched_keys']))[:5])}")
-    return model, LoadReport(sorted(info.get("missing_keys", ())), sorted(info.get("unexpected_keys", ())), source.note)
+    report = LoadReport(sorted(info.get("missing_keys", ())), sorted(info.get("unexpected_keys", ())), source.note)
+    _refuse_layer_mismatch(source, report)
+    return model, report
+
+
+LAYER = re.compile(r"(?:^|\.)layers?\.(\d+)\.")
+
+
+def _refuse_layer_mismatch(source: ModelSource, report: LoadReport) -> None:
+    """A config with fewer (or more) layers than the checkpoint would silently drop (or randomise) encoder layers."""
+    unused = sorted({int(m.group(1)) for key in report.unused if (m := LAYER.search(key))})
+    missing = sorted({int(m.group(1)) for key in report.missing if (m := LAYER.search(key))})
+    layers = getattr(source.config, "num_hidden_layers", None)
+    if unused:
+        raise ExpmrcError(f"{source.name}: the checkpoint has {unused[-1] + 1} encoder layers but the config's "
+                          f"num_hidden_layers is {layers}; loading it would drop layers")
+    if missing:
+        raise ExpmrcError(f"{source.name}: the checkpoint has no weights for encoder layer(s) "
+                          f"{', '.join(map(str, missing[:5]))} of the config's num_hidden_layers {layers}; they would "
+                          "start random")
 
 
 def training_record(path: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ load it directly.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ from transformers import BertConfig, BertModel, BertTokenizer
 
 from expmrc.data.io import atomic_directory, read_json, write_json_atomic
 from expmrc.errors import ExpmrcError
+from expmrc.models.configs import build_config
 from expmrc.models.tf_bundle import TFCheckpoint, resolve_prefix
 
 IGNORED_PREFIXES = ("cls/",)
@@ -102,6 +104,9 @@ def expected_shapes(config) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+TF_LAYER = re.compile(r"/layer_(\d+)/")
+
+
 def is_ignored(name: str) -> bool:
     """True for variables a fine-tuning model never uses: pre-training heads, optimizer state, step counter."""
     return name.startswith(IGNORED_PREFIXES) or name.endswith(IGNORED_SUFFIXES) or name in IGNORED_NAMES
@@ -110,7 +115,8 @@ def is_ignored(name: str) -> bool:
 def load_tf_bert_state_dict(ckpt_prefix: str, config) -> tuple[dict, LoadReport]:
     """Read a TensorFlow BERT checkpoint into a `BertModel` state dict (float32 tensors) and a report.
 
-    A variable whose shape disagrees with `config` stops the load with one line naming it.
+    A variable whose shape disagrees with `config`, or encoder layers beyond its `num_hidden_layers`
+    (which would be dropped), stop the load with one line.
     """
     checkpoint = TFCheckpoint(ckpt_prefix)
     report = LoadReport(checkpoint=checkpoint.prefix)
@@ -135,6 +141,10 @@ def load_tf_bert_state_dict(ckpt_prefix: str, config) -> tuple[dict, LoadReport]
         report.mapped[name] = key
     found = set(report.mapped)
     report.missing = [key for name, (key, _) in mapping.items() if name not in found]
+    extra = sorted({int(m.group(1)) for name in report.unused if (m := TF_LAYER.search(name))})
+    if extra:
+        raise ExpmrcError(f"{checkpoint.index_path}: the checkpoint has {extra[-1] + 1} encoder layers but the config's "
+                          f"num_hidden_layers is {config.num_hidden_layers}; loading it would drop layers")
     return state_dict, report
 
 
@@ -148,7 +158,7 @@ def read_bert_config(path: str):
     absent = [k for k in required if not isinstance(raw.get(k), int)]
     if absent:
         raise ExpmrcError(f"{path}: BERT config lacks integer field(s) {', '.join(absent)}")
-    return BertConfig(**raw)
+    return build_config(path, lambda: BertConfig(**raw))
 
 
 def read_vocab(path: str) -> dict[str, int]:

@@ -89,6 +89,36 @@ def test_weights_that_do_not_fit_the_config_are_one_line(tiny, tmp_path):
         load_task_model(SpanModel, resolve_source(str(folder)))
 
 
+@pytest.mark.parametrize("change, message", [
+    ({"num_attention_heads": 0}, "`num_attention_heads` must be a positive integer, got 0"),
+    ({"num_attention_heads": 5}, "`num_attention_heads` must be a divisor of hidden_size (32), got 5"),
+    ({"hidden_act": "swishy"}, "`hidden_act` must be one of transformers' activations"),
+    ({"hidden_size": "32"}, "invalid model config: Validation error for field 'hidden_size'"),
+    ({"num_hidden_layers": True}, "invalid model config: Validation error for field 'num_hidden_layers'"),
+    ({"vocab_size": 0}, "`vocab_size` must be a positive integer, got 0"),
+    ({"hidden_dropout_prob": 1.5}, "`hidden_dropout_prob` must be a probability in [0, 1), got 1.5"),
+    ({"num_hidden_layers": 1}, "the checkpoint has 2 encoder layers but the config's num_hidden_layers is 1"),
+    ({"num_hidden_layers": 3}, "no weights for encoder layer(s) 2 of the config's num_hidden_layers 3"),
+])
+def test_a_config_no_model_can_be_built_from_is_one_line_naming_the_key(tiny, tmp_path, change, message):
+    folder = tmp_path / "model"
+    shutil.copytree(tiny, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **change}))
+    with pytest.raises(ExpmrcError) as caught:
+        load_task_model(SpanModel, resolve_source(str(folder)))
+    assert str(caught.value).startswith(f"{folder}: ") and message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_an_original_bert_config_with_a_bad_value_is_one_line(tmp_path):
+    config = json.loads((TF_RELEASE / "bert_config.json").read_text())
+    (tmp_path / "bert_config.json").write_text(json.dumps({**config, "num_attention_heads": 0}))
+    flags = {**tf_flags(), "bert_config_file": str(tmp_path / "bert_config.json")}
+    with pytest.raises(ExpmrcError, match="bert_config.json: model config `num_attention_heads` must be a positive"):
+        resolve_source(**flags)
+
+
 def test_an_unknown_architecture_a_slow_tokenizer_and_an_unresolvable_hub_id_are_one_line(tmp_path, monkeypatch):
     folder = tmp_path / "odd"
     shutil.copytree(tiny_backbone("bert"), folder)

@@ -115,8 +115,8 @@ def test_save_then_load_gives_identical_logits_and_a_complete_folder(kind, model
     model.eval(), again.eval()
     with torch.no_grad():
         first, second = model(**batch), again(**batch)
-    for key in first:
-        assert torch.equal(first[key], second[key]), key
+    for key in first:  # same weights; a reloaded tensor's memory layout may pick another kernel (last-bit changes)
+        torch.testing.assert_close(first[key], second[key], rtol=1e-6, atol=1e-7, msg=key)
     other = ChoiceModel if model_class is SpanModel else SpanModel
     with pytest.raises(ExpmrcError, match=f"a fine-tuned {model_class.task} model; this script trains and predicts"):
         load_task_model(other, resolve_source(str(tmp_path)))

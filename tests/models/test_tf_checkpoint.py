@@ -241,10 +241,22 @@ def test_unknown_variables_are_reported_as_unused(tmp_path):
     _, report = load_tf_bert_state_dict(str(folder / "bert_model.ckpt"), config())
     assert report.unused == ["bert/encoder/extra_gate/bias"]
     assert "cls/squad/output_bias" in report.ignored and report.missing == []
-    _, fewer_layers = load_tf_bert_state_dict(PREFIX, config(num_hidden_layers=1))
-    assert len(fewer_layers.unused) == 16 and all(n.startswith("bert/encoder/layer_1/") for n in fewer_layers.unused)
+    with pytest.raises(ExpmrcError, match="has 2 encoder layers but the config's num_hidden_layers is 1; loading it "
+                                          "would drop layers"):
+        load_tf_bert_state_dict(PREFIX, config(num_hidden_layers=1))
     _, more_layers = load_tf_bert_state_dict(PREFIX, config(num_hidden_layers=3))
     assert len(more_layers.missing) == 16 and all(k.startswith("encoder.layer.2.") for k in more_layers.missing)
+
+
+def test_a_config_with_fewer_layers_than_the_checkpoint_converts_nothing(tmp_path, capsys):
+    folder = tmp_path / "release"
+    shutil.copytree(FIXTURE, folder)
+    raw = json.loads((folder / "bert_config.json").read_text())
+    (folder / "bert_config.json").write_text(json.dumps({**raw, "num_hidden_layers": 1}))
+    assert run_cli(str(folder), str(tmp_path / "hf")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "num_hidden_layers is 1" in err and "Traceback" not in err
+    assert not (tmp_path / "hf").exists()
 
 
 def test_shape_mismatch_is_one_line_naming_the_variable(tmp_path, capsys):
