@@ -10,7 +10,7 @@ from expmrc.data.datasets import SUBSETS, load_dataset
 from expmrc.data.io import check_output_path, write_text_atomic
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import METRICS, select
-from expmrc.scoring.scorer import score_files, signature
+from expmrc.scoring.scorer import coverage_warnings, score_files, signature
 
 _HELP = """\
 Score one or more submissions with the leaderboard's metric (the same numbers as eval_expmrc.py),
@@ -61,13 +61,8 @@ def run(args: argparse.Namespace) -> int:
     for dataset_arg, prediction_path in zip(args.pairs[::2], args.pairs[1::2]):
         dataset = load_dataset(dataset_arg, args.subset)
         report = score_files(dataset, prediction_path, select(args.metrics, dataset))
-        if report.skipped:
-            first = next(q.id for q in report.questions if not q.answered)
-            print(f"warning: {prediction_path}: {report.skipped} of {report.total} questions unanswered "
-                  f"(scored 0), first: {first}", file=sys.stderr)
-        if report.unknown_ids:
-            print(f"warning: {prediction_path}: {len(report.unknown_ids)} prediction id(s) not in the dataset, "
-                  f"ignored, first: {report.unknown_ids[0]}", file=sys.stderr)
+        for line in coverage_warnings(report):
+            print(line, file=sys.stderr)
         reports.append(report)
     sig = signature()
     if args.details:

@@ -9,6 +9,7 @@ from expmrc.data.datasets import SUBSETS
 from expmrc.errors import ExpmrcError
 from expmrc.reports.html import ANSWER_THRESHOLD, EVIDENCE_THRESHOLD, build_report
 from expmrc.reports.pages import check_output, human_size, write_page
+from expmrc.scoring.scorer import coverage_warnings
 
 DESCRIPTION = """\
 Write one HTML page that shows a submission, or compares two, on a dataset. It opens offline in any
@@ -76,14 +77,8 @@ def run(args: argparse.Namespace) -> int:
                                      names=args.names, answer_threshold=args.answer_threshold,
                                      evidence_threshold=args.evidence_threshold, title=args.title)
     for sub in submissions:
-        report = sub.report
-        if report.skipped:
-            first = next(q.id for q in report.questions if not q.answered)
-            print(f"warning: {report.prediction_path}: {report.skipped} of {report.total} questions unanswered "
-                  f"(scored 0), first: {first}", file=sys.stderr)
-        if report.unknown_ids:
-            print(f"warning: {report.prediction_path}: {len(report.unknown_ids)} prediction id(s) not in the "
-                  f"dataset, ignored, first: {report.unknown_ids[0]}", file=sys.stderr)
+        for line in coverage_warnings(sub.report):
+            print(line, file=sys.stderr)
     size = write_page(args.output, html)
     print(f"wrote {args.output}: {submissions[0].report.total} questions, {len(submissions)} submission(s), "
           f"{human_size(size)}", file=sys.stderr)

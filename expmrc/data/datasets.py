@@ -54,6 +54,11 @@ class ChoiceQuestion:
 Question = SpanQuestion | ChoiceQuestion
 
 
+def passage_of(question: Question) -> str:
+    """The passage a question is asked on (a span question's `context`, a choice question's `passage`)."""
+    return question.context if isinstance(question, SpanQuestion) else question.passage
+
+
 @dataclass
 class Dataset:
     """A loaded dataset file: its version, subset, task kind and questions in file order."""

@@ -18,16 +18,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from expmrc.data.datasets import LABELS, ChoiceQuestion, Question, SpanQuestion
+from expmrc.data.datasets import LABELS, ChoiceQuestion, Question, SpanQuestion, passage_of
 from expmrc.decoding.spans import best_spans, window_spans
 from expmrc.features.windows import FeatureTable
 
 HEADS = {"answer": ("start_logits", "end_logits"), "evidence": ("evidence_start_logits", "evidence_end_logits")}
 
-
-def passage_of(question: Question) -> str:
-    """The passage a question is asked on."""
-    return question.context if isinstance(question, SpanQuestion) else question.passage
 
 
 def span_candidates(table: FeatureTable, windows: Sequence[int], outputs: Sequence[Mapping[str, np.ndarray]],

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from tqdm import tqdm
 
-from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion
+from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion, passage_of
 from expmrc.errors import ExpmrcError
 from expmrc.evidence.baselines import (Evidence, Pick, Query, answer_sentence, gold_answer_sentence, gold_evidence_sentence,
                              label_index, make_query, most_similar, most_similar_question, prepare_passage)
@@ -40,10 +40,6 @@ class Method:
     pick: Pick
 
 
-def passage_text(question: Question) -> str:
-    """The passage a question is asked on."""
-    return question.context if isinstance(question, SpanQuestion) else question.passage
-
 
 def build_method(name: str, dataset: Dataset, rule: str | None = None) -> Method:
     """The method `name` (or an alias) for `dataset`; `rule` overrides its sentence rule."""
@@ -57,7 +53,7 @@ def build_method(name: str, dataset: Dataset, rule: str | None = None) -> Method
     if name == "gold-evidence-sentence" and all(q.evidences is None for q in dataset.questions):
         raise ExpmrcError(f"{dataset.path}: gold-evidence-sentence needs a dataset with `evidences`")
     if name == BEST:
-        texts = [passage_text(q) for q in dataset.questions]
+        texts = [passage_of(q) for q in dataset.questions]
         return Method(name, rule or IDF_WINDOW_RULE, idf_window_for(texts, dataset.kind, dataset.language,
                                                                     questions=[q.question for q in dataset.questions]))
     return Method(name, rule or "simple", _BASELINES[name])
@@ -107,7 +103,7 @@ def extract(dataset: Dataset, method: Method, answers: dict[str, tuple[str, int 
     empty, undelimited, not_found, no_overlap, none = [], set(), [], [], []
     for q in tqdm(questions, desc=f"evidence ({method.name})", unit="q", disable=not progress, leave=False):
         query = queries[q.qid]
-        passage = prepare_passage(passage_text(q), method.rule)
+        passage = prepare_passage(passage_of(q), method.rule)
         written[q.qid] = query.answer_text if query.answer_index is None else LABELS[query.answer_index]
         if not passage.sentences:
             empty.append(q.qid)

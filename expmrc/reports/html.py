@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from expmrc import __version__
-from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion, load_dataset
+from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion, load_dataset, passage_of
 from expmrc.data.submissions import Prediction, load_submission, parse_prediction
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import Metric, select
@@ -137,10 +137,6 @@ def _marks(spans: list[tuple[tuple[int, int] | None, str]], units: list[int] | N
 
 
 # ---------------------------------------------------------------- the page's data
-
-def passage_of(question: Question) -> str:
-    """The passage a question is asked about."""
-    return question.context if isinstance(question, SpanQuestion) else question.passage
 
 
 def _gold(question: Question, passage: str) -> tuple[dict[str, Any], list[tuple[tuple[int, int] | None, str]]]:

@@ -191,6 +191,19 @@ def _rounded(value: Any) -> Any:
     return round(value, 3) if isinstance(value, float) else value
 
 
+def coverage_warnings(report: Report) -> list[str]:
+    """`expmrc evaluate`'s and `expmrc report`'s lines on unanswered questions and ids not in the dataset."""
+    lines = []
+    if report.skipped:
+        first = next(q.id for q in report.questions if not q.answered)
+        lines.append(f"warning: {report.prediction_path}: {report.skipped} of {report.total} questions unanswered "
+                     f"(scored 0), first: {first}")
+    if report.unknown_ids:
+        lines.append(f"warning: {report.prediction_path}: {len(report.unknown_ids)} prediction id(s) not in the "
+                     f"dataset, ignored, first: {report.unknown_ids[0]}")
+    return lines
+
+
 def warn_about(report: Report, stream=sys.stderr) -> None:
     """The leaderboard's `Unanswered question: ID` lines, then one line for ids not in the dataset."""
     for q in report.questions:
