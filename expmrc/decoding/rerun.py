@@ -5,22 +5,18 @@ training loop's multi-process prediction: `FineTuned.predict` builds the windows
 given, runs the model over them in batches on one device and decodes them as the baselines do. The
 lengths the model was trained and decoded with come from the run's run_info.json flags, else from the
 fine-tuned folder's record (`config.json` → `expmrc.settings`), else the baselines' defaults.
-
-A model trained with Select & Forget (`select_and_forget` in its record) answers from its evidence
-alone: the evidence is decoded on the passage first, and the question is encoded again with the
-evidence text as its passage (`select_then_answer`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from expmrc.data.datasets import Question, SpanQuestion
+from expmrc.data.datasets import Question
 from expmrc.data.io import read_json
 from expmrc.decoding.predictions import decode_predictions
 from expmrc.errors import ExpmrcError
@@ -85,7 +81,6 @@ class FineTuned:
             raise ExpmrcError(f"{folder}: not a fine-tuned expmrc model (its config.json has no expmrc task record)")
         self.kind: str = task
         self.record = record
-        self.select_and_forget = bool(record.get("select_and_forget", False))
         source = resolve_source(str(folder))
         self.model, _ = load_task_model(MODEL_CLASSES[task], source)
         self.tokenizer = source.tokenizer
@@ -122,49 +117,11 @@ class FineTuned:
                     results[window] = {k: v[j] for k, v in arrays.items()}
         return results
 
-    def decode(self, questions: Sequence[Question]) -> Predicted:
-        """One pass: windows, model, decoding of answer and evidence on the questions' own passages."""
+    def predict(self, questions: Sequence[Question]) -> Predicted:
+        """Answers and evidence for `questions`: windows, model, decoding on the questions' own passages."""
         table = self.features(questions)
         s = self.settings
         predictions, nbest = decode_predictions(questions, table, self.outputs(table), s["n_best_size"],
                                                 s["max_answer_length"], s["max_evidence_length"])
         return Predicted(predictions, nbest, len(table))
-
-    def predict(self, questions: Sequence[Question]) -> Predicted:
-        """Answers and evidence for `questions`; a Select & Forget model answers from its evidence alone."""
-        first = self.decode(questions)
-        if not self.select_and_forget:
-            return first
-        return select_then_answer(questions, first, self.decode)
-
-
-def on_evidence(question: Question, evidence: str) -> Question:
-    """The question asked on `evidence` alone, as its passage."""
-    if isinstance(question, SpanQuestion):
-        return replace(question, context=evidence, answer_starts=[None] * len(question.answers))
-    return replace(question, passage=evidence)
-
-
-def select_then_answer(questions: Sequence[Question], first: Predicted, decode: Any) -> Predicted:
-    """Select & Forget at prediction: keep the evidence decoded on the passage, take the answer (and its
-    n-best) from the question re-encoded on that evidence alone; span offsets are mapped back."""
-    selected = [on_evidence(q, first.predictions[q.qid]["evidence"]) for q in questions]
-    second = decode(selected)
-    predictions: dict[str, dict[str, Any]] = {}
-    nbest: dict[str, Any] = {}
-    for question in questions:
-        qid = question.qid
-        evidence = first.predictions[qid]
-        offset = evidence.get("evidence_start", 0)
-        answers = second.nbest[qid]["answer"]
-        if isinstance(question, SpanQuestion):
-            answers = [{**a, "start": a["start"] + offset, "end": a["end"] + offset} for a in answers]
-        prediction = {"answer": second.predictions[qid]["answer"], "evidence": evidence["evidence"]}
-        if answers and "start" in answers[0]:
-            prediction["answer_start"] = answers[0]["start"]
-        if "evidence_start" in evidence:
-            prediction["evidence_start"] = evidence["evidence_start"]
-        predictions[qid] = prediction
-        nbest[qid] = {**first.nbest[qid], "answer": answers}
-    return Predicted(predictions, nbest, first.windows + second.windows)
 
