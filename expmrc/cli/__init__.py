@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pseudo": ("expmrc.cli.pseudo", "label a training set with pseudo evidence for the baselines"),
     "convert-checkpoint": ("expmrc.cli.convert_checkpoint", "turn a TensorFlow BERT release into a Hugging Face folder"),
     "collect": ("expmrc.cli.collect", "score many training runs into a Table-3-style table and a lambda figure"),
+    "faithfulness": ("expmrc.cli.faithfulness", "FARM(k), comprehensiveness and sufficiency of a fine-tuned model"),
     "report": ("expmrc.cli.report", "write a self-contained HTML page showing a submission, or comparing two"),
 }
 

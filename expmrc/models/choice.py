@@ -5,7 +5,8 @@ layer and tanh, as BERT's pooler does, but trained here, so no architecture need
 pooler) and gives one logit; padded options are masked out of the softmax. The evidence head reads
 the mean over the real options of the hidden states — the passage sits at the same positions in
 every row — and gives start/end logits over the passage and its null position. Loss = cross-entropy
-over the options + λ × (start + end cross-entropy) / 2, each through `heads.masked_cross_entropy`.
+over the options + λ × (start + end cross-entropy) / 2, each through `heads.masked_cross_entropy`,
++ the coupling regularizer J when `coupling` is set (p_a = the gold option's softmax probability).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig
 
-from expmrc.models.heads import MASKED, TaskModel, masked_cross_entropy
+from expmrc.models.heads import MASKED, TaskModel, coupling_regularizer, gold_probability, masked_cross_entropy
 
 
 class ChoiceModel(TaskModel):
@@ -50,4 +51,9 @@ class ChoiceModel(TaskModel):
         if labels is not None:
             out["loss"] = masked_cross_entropy(option_logits, labels) + self.loss_lambda * self.span_loss(
                 start, end, evidence_start, evidence_end)
+            if self.coupling is not None and evidence_start is not None:
+                p_answer, answered = gold_probability(option_logits, labels)
+                p_evidence, evidenced = self.span_probability(start, end, evidence_start, evidence_end)
+                out["loss"] = out["loss"] + coupling_regularizer(p_answer, p_evidence, answered & evidenced,
+                                                                 self.coupling)
         return out

@@ -36,6 +36,23 @@ def masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor | None) -> t
     return F.cross_entropy(logits.float(), labels, ignore_index=IGNORE, reduction="sum") / labels.shape[0]
 
 
+def gold_probability(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's softmax probability of its label, and which rows have one (label not IGNORE; 0 where none)."""
+    valid = labels != IGNORE
+    picked = F.softmax(logits.float(), dim=-1).gather(-1, labels.clamp(min=0)[:, None]).squeeze(-1)
+    return torch.where(valid, picked, torch.zeros_like(picked)), valid
+
+
+def coupling_regularizer(p_answer: torch.Tensor, p_evidence: torch.Tensor, valid: torch.Tensor,
+                         c: tuple[float, float, float]) -> torch.Tensor:
+    """J = p_a(1 - p_e)c1 + (1 - p_a)(p_e c2 + (1 - p_e)c3), summed over valid rows and divided by all rows
+    (as `masked_cross_entropy`): it costs most to answer right from evidence the model does not believe,
+    and to believe evidence while the answer is wrong."""
+    c1, c2, c3 = c
+    penalty = p_answer * (1 - p_evidence) * c1 + (1 - p_answer) * (p_evidence * c2 + (1 - p_evidence) * c3)
+    return torch.where(valid, penalty, torch.zeros_like(penalty)).sum() / max(valid.shape[0], 1)
+
+
 class TaskModel(PreTrainedModel):
     """An encoder of any architecture the config names, plus the heads a subclass adds."""
 
@@ -49,6 +66,7 @@ class TaskModel(PreTrainedModel):
         kwargs = {"add_pooling_layer": False} if "add_pooling_layer" in inspect.signature(encoder_class).parameters else {}
         setattr(self, self.base_model_prefix, encoder_class(config, **kwargs))
         self.loss_lambda = 0.0
+        self.coupling: tuple[float, float, float] | None = None  # c1, c2, c3 when the regularizer is on
 
     def _check_and_adjust_attn_implementation(self, attn_implementation: Any, is_init_check: bool = False,
                                               **kwargs: Any) -> Any:
@@ -80,3 +98,10 @@ class TaskModel(PreTrainedModel):
                   end_labels: torch.Tensor | None) -> torch.Tensor:
         """The mean of the start and end cross-entropies."""
         return (masked_cross_entropy(start, start_labels) + masked_cross_entropy(end, end_labels)) / 2
+
+    def span_probability(self, start: torch.Tensor, end: torch.Tensor, start_labels: torch.Tensor,
+                         end_labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """p_start(gold start) · p_end(gold end) per row, and which rows are labelled."""
+        p_start, valid_start = gold_probability(start, start_labels)
+        p_end, valid_end = gold_probability(end, end_labels)
+        return p_start * p_end, valid_start & valid_end

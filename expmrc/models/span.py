@@ -3,7 +3,9 @@
 Each head is one linear layer giving start and end logits at every position; positions outside the
 window's passage (and its null position, "not here") get MASKED, so neither padding nor the question
 can be chosen and the batch's padding length changes nothing. Loss = (start + end cross-entropy) / 2
-for the answer + λ × the same for the evidence (`heads.masked_cross_entropy`).
+for the answer + λ × the same for the evidence (`heads.masked_cross_entropy`), + the coupling
+regularizer J (`heads.coupling_regularizer`, unweighted) when `coupling` is set: p_a = p_start · p_end
+at the gold answer, p_e the same at the pseudo evidence.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig
 
-from expmrc.models.heads import TaskModel
+from expmrc.models.heads import TaskModel, coupling_regularizer
 
 
 class SpanModel(TaskModel):
@@ -40,4 +42,10 @@ class SpanModel(TaskModel):
             out["loss"] = (self.span_loss(start, end, start_positions, end_positions)
                            + self.loss_lambda * self.span_loss(evidence_start_logits, evidence_end_logits,
                                                                evidence_start, evidence_end))
+            if self.coupling is not None and evidence_start is not None:
+                p_answer, answered = self.span_probability(start, end, start_positions, end_positions)
+                p_evidence, evidenced = self.span_probability(evidence_start_logits, evidence_end_logits,
+                                                              evidence_start, evidence_end)
+                out["loss"] = out["loss"] + coupling_regularizer(p_answer, p_evidence, answered & evidenced,
+                                                                 self.coupling)
         return out

@@ -59,6 +59,21 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         keep_checkpoints=args.keep_checkpoints)
 
 
+COUPLING_KEYS = ("coupling_loss", "coupling_c")
+
+
+def coupling_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The coupling options a run trains with, as run_info.json and the fine-tuned folder record them."""
+    return {"coupling_loss": bool(args.coupling_loss),
+            "coupling_c": [args.coupling_c1, args.coupling_c2, args.coupling_c3] if args.coupling_loss else None}
+
+
+def decoding_settings(task: BaselineTask, args: argparse.Namespace) -> dict[str, Any]:
+    """The window and decoding lengths a fine-tuned folder records, so that it predicts alone as its run did."""
+    return {**task.settings(args), "n_best_size": args.n_best_size, "max_answer_length": args.max_answer_length,
+            "max_evidence_length": args.max_evidence_length}
+
+
 def setup_logging(is_main_process: bool) -> None:
     """Log lines as plain messages on stderr, from the main process only (others log warnings)."""
     handler = logging.StreamHandler(sys.stderr)
@@ -138,7 +153,7 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
                             "train_file": train_set.path if train_set else args.train_file, "loss_lambda": float(args.loss_lambda),
                             "rand_seed": int(args.rand_seed), "model": source.name, "status": "running",
                             "global_step": 0, "mixed_precision": accelerator.mixed_precision,
-                            "flags": flag_values(args)}
+                            "flags": flag_values(args), **coupling_settings(args)}
     with recorded_run(args.output_dir, info, main, lambda: max(checkpoint_steps(args.output_dir), default=0)):
         model, report = load_task_model(task.model_class, source)
         logger.info(f"model {source.name} ({type(model.base_model).__name__}): {report.summary()}")
@@ -147,11 +162,12 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
         if args.max_seq_length > usable:
             raise ExpmrcError(f"--max_seq_length {args.max_seq_length} exceeds the {usable} positions the model has")
         model.loss_lambda = args.loss_lambda
+        model.coupling = (args.coupling_c1, args.coupling_c2, args.coupling_c3) if args.coupling_loss else None
         token_types = uses_token_types(tokenizer, model.config)
         record = getattr(model.config, "expmrc", None) or {}
         info["global_step"] = int(record.get("global_step", 0))
         if not args.do_train:  # predictions of a fine-tuned model are recorded under the settings that trained it
-            for key in ("loss_lambda", "rand_seed"):
+            for key in ("loss_lambda", "rand_seed", *COUPLING_KEYS):
                 info[key] = record.get(key, info[key])
             info["model"] = record.get("base_model", info["model"])
             if not record:
@@ -169,7 +185,8 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
             if main:
                 save_model(model, tokenizer, trained,
                            {"task": task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
-                            "global_step": result.global_step, "base_model": source.name})
+                            "global_step": result.global_step, "base_model": source.name,
+                            **coupling_settings(args), "settings": decoding_settings(task, args)})
             accelerator.wait_for_everyone()
         if predict_set is not None:
             table, predict_report = features(task, args, predict_set, tokenizer, token_types, False,

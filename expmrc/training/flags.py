@@ -100,6 +100,14 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     runs.add_argument("--keep_checkpoints", type=int, default=3, help="checkpoints kept in OUTPUT_DIR/checkpoints")
     runs.add_argument("--logging_steps", type=int, default=50, help="log loss and learning rate every N steps")
 
+    coupling = parser.add_argument_group("coupling (answer and evidence together; docs/coupling.md)")
+    _bool_flag(coupling, "coupling_loss", False,
+               "add J = p_a(1-p_e)c1 + (1-p_a)(p_e c2 + (1-p_e)c3) to the loss, unweighted (p_a: the gold answer's "
+               "probability, p_e: the pseudo evidence's)")
+    for number, value in enumerate((4.96, 2.02, 3.10), 1):  # c1, c2, c3 (docs/coupling.md)
+        coupling.add_argument(f"--coupling_c{number}", type=float, default=value,
+                              help=f"c{number} of the coupling regularizer (default {value})")
+
     tpu = parser.add_argument_group("TPU (original flags; accelerate/torch_xla picks the device)")
     _bool_flag(tpu, "use_tpu", False, "run on a TPU through torch_xla")
     tpu.add_argument("--tpu_name", default=None, help="accepted for old scripts; torch_xla uses the TPU VM's own chips")
@@ -136,6 +144,10 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ExpmrcError(f"--weight_decay must be in [0, 1), got {args.weight_decay}")
     if args.loss_lambda < 0:
         raise ExpmrcError(f"--loss_lambda must not be negative, got {args.loss_lambda}")
+    for name in ("coupling_c1", "coupling_c2", "coupling_c3"):
+        value = getattr(args, name, 0.0)
+        if not (math.isfinite(value) and value >= 0):
+            raise ExpmrcError(f"--{name} must be a finite number of at least 0, got {value}")
 
 
 def flag_values(args: argparse.Namespace) -> dict[str, Any]:
