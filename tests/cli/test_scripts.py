@@ -71,11 +71,12 @@ def test_subset_scripts_use_the_release_settings(script, program, subset, lam, l
     parser = pytest.importorskip("expmrc.training.flags").build_parser("span" if program == "run_se_mrc.py" else "choice")
     args = parser.parse_args(command[2:])  # the training scripts' own parser accepts every flag
     assert args.loss_lambda == float(lam) and args.do_lower_case is (lower == "True")
-    # the paper's settings are passed explicitly wherever they differ from the original scripts' defaults
+    # the paper's settings are passed explicitly: left to the defaults (the original scripts'), they would change
+    explicit = ("loss_lambda", "num_train_epochs", "max_seq_length", "max_query_length", "predict_batch_size",
+                "do_lower_case")
+    assert set(explicit) <= set(flags)
     defaults = parser.parse_args(["--output_dir", "x"])
-    for name in ("loss_lambda", "num_train_epochs", "max_seq_length", "do_lower_case"):
-        if getattr(args, name) != getattr(defaults, name):
-            assert name in flags
+    assert [name for name in explicit if getattr(args, name) != getattr(defaults, name)]
 
 
 def test_tf_release_large_size_overrides_and_extra_args():
