@@ -51,7 +51,8 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {
-    "release": Preset("the paper's released data: raw-token F1, cut after every 。！？?!, 1-3 sentences (span) or 1 (choice)",
+    "release": Preset("the paper's released data: raw-token F1, cut after every 。！？?! (English .!?), 1-3 sentences "
+                      "(span) or 1 (choice)",
                       "release", False, 3, 1, None),
     "normalized": Preset("normalized F1, sentences keep closing quotes, 1-3 sentences, longer wins by > --margin",
                          "simple", True, 3, 3, 0.0),
