@@ -35,7 +35,9 @@ model_flags() {  # PLM_PATH: an original TensorFlow release (bert_model.ckpt.ind
   fi
 }
 
-# run_subset SUBSET TASK LAMBDA LOWER: train and predict one subset with the release scripts' settings.
+# run_subset SUBSET TASK LAMBDA LOWER: train and predict one subset with the release scripts' settings,
+# every one passed explicitly (the baseline scripts' own defaults are the original scripts', which differ:
+# see "Original command lines" in docs/training.md).
 # TASK is span (run_se_mrc.py) or choice (run_mc_mrc.py); LAMBDA and LOWER are the subset's defaults.
 run_subset() {
   local subset=$1 task=$2 default_lambda=$3 default_lower=$4 script accumulation
@@ -62,6 +64,7 @@ run_subset() {
     "--num_train_epochs=${NUM_TRAIN_EPOCHS:-2}"
     "--max_seq_length=${MAX_SEQ_LENGTH:-512}"
     "--doc_stride=${DOC_STRIDE:-128}"
+    "--max_query_length=${MAX_QUERY_LENGTH:-64}"
     "--learning_rate=${LEARNING_RATE:-3e-5}"
     "--loss_lambda=${LAMBDA:-$default_lambda}"
     "--rand_seed=${SEED:-12345}"

@@ -15,7 +15,7 @@
 # SIZE        base (default) or large, e.g. cased_L-24_H-1024_A-16: the same hyper-parameters; large
 #             accumulates 4 micro-batches per step of 32 so that 512 tokens fit on one device
 # Optional:   SEED (12345), DO_LOWER_CASE (False; True for an uncased model), TRAIN_BATCH_SIZE (32, total
-#             over all devices), PREDICT_BATCH_SIZE, NUM_TRAIN_EPOCHS, MAX_SEQ_LENGTH, DOC_STRIDE,
+#             over all devices), PREDICT_BATCH_SIZE, NUM_TRAIN_EPOCHS, MAX_SEQ_LENGTH, DOC_STRIDE, MAX_QUERY_LENGTH (64),
 #             MAX_ANSWER_LENGTH, LEARNING_RATE, SAVE_CHECKPOINTS_STEPS, GRADIENT_ACCUMULATION_STEPS,
 #             MIXED_PRECISION (no|fp16|bf16), USE_TPU, EXTRA_ARGS (more flags, appended last),
 #             LAUNCH (the launcher, default the project's python; see launch_multi_gpu.sh),

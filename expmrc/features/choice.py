@@ -4,8 +4,10 @@ laid out by the tokenizer's own pair template.
 The question and an option become one text as the original release built it: every `_` of the
 question is replaced by the option (`question.replace("_", option)`, so a blank written as a run of
 underscores repeats the option, as there), and a question without one is followed by the option after
-a space (`qa_text`). Its
-tokens are cut to `max_qa_length` by dropping tokens from its start, so the option is kept. The
+a space (`qa_text`). The question is first cut after its `max_query_length`-th token (its start
+kept, as the span features cut it; a blank after the cut is lost and the option then follows the
+cut question), and the joined tokens are cut to `max_qa_length` by dropping tokens from their start,
+so the option is kept. The
 passage is tokenized once; windows of `max_seq_length - specials - longest question+option` tokens
 start every `doc_stride` tokens, and the passage tokens sit at the same positions in every option's
 row, where the evidence head reads them (see `expmrc.features.windows`).
@@ -26,6 +28,7 @@ from tqdm import tqdm
 
 from expmrc.data.datasets import LABELS, ChoiceQuestion
 from expmrc.errors import ExpmrcError
+from expmrc.features.span import truncated_question
 from expmrc.features.windows import (IGNORE, FeatureReport, FeatureTable, PairTemplate, TableBuilder,
                                      char_span_to_tokens, count_unknown, locate_evidence, max_context,
                                      window_label, window_starts)
@@ -45,7 +48,7 @@ def answer_index(question: ChoiceQuestion) -> int | None:
 
 def build_choice_features(questions: Sequence[ChoiceQuestion], tokenizer: Any, max_seq_length: int,
                           max_qa_length: int, doc_stride: int, is_training: bool, token_types: bool = True,
-                          progress: bool = False) -> tuple[FeatureTable, FeatureReport]:
+                          progress: bool = False, max_query_length: int | None = None) -> tuple[FeatureTable, FeatureReport]:
     """Window features (with labels when `is_training`) for every question; see the module docstring."""
     if not getattr(tokenizer, "is_fast", False):
         raise ExpmrcError("the tokenizer must be a fast tokenizer: character offsets are needed")
@@ -71,8 +74,11 @@ def build_choice_features(questions: Sequence[ChoiceQuestion], tokenizer: Any, m
             encoded = tokenizer(question.passage, add_special_tokens=False, return_offsets_mapping=True)
             passages[question.passage] = (list(encoded["input_ids"]), [tuple(o) for o in encoded["offset_mapping"]])
         passage_ids, offsets = passages[question.passage]
-        qa = [_qa_ids(tokenizer, question.question, option, max_qa_length) for option in question.options]
-        if any(cut for _, cut in qa):
+        text, cut_question = question.question, False
+        if max_query_length is not None:
+            text, _, cut_question = truncated_question(text, tokenizer, max_query_length)
+        qa = [_qa_ids(tokenizer, text, option, max_qa_length) for option in question.options]
+        if cut_question or any(cut for _, cut in qa):
             report.note("question_truncated", question.qid)
         capacity = max_seq_length - template.specials - max(len(ids) for ids, _ in qa)
         if capacity < 1:

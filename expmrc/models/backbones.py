@@ -14,7 +14,8 @@ weights that `from_pretrained` loads into the task model, whose loading report i
 
 Casing comes from the tokenizer. A Hugging Face tokenizer keeps its own, and a `--do_lower_case`
 that contradicts it is ignored with a warning; an original vocabulary is read as `--do_lower_case`
-says, with a warning when that cannot be right (False with an uncased vocabulary).
+says (not given, None: False, the original scripts' default), with a warning when that cannot be
+right (False with an uncased vocabulary: every capitalised word would be an unknown token).
 """
 
 from __future__ import annotations
@@ -85,14 +86,16 @@ def resolve_source(model_name_or_path: str | None = None, bert_config_file: str 
         if not Path(path).is_file():
             raise ExpmrcError(f"{path}: file given as {flag} not found")
     config = read_bert_config(bert_config_file)
-    lower = True if do_lower_case is None else do_lower_case
+    lower = bool(do_lower_case)  # None (not given): False, the original scripts' default
     tokenizer = bert_tokenizer_from_vocab(vocab_file, lower, config.max_position_embeddings)
     if len(tokenizer) > config.vocab_size:
         raise ExpmrcError(f"{vocab_file}: vocabulary has {len(tokenizer)} tokens but {bert_config_file} says "
                           f"vocab_size {config.vocab_size}")
     if not lower and not any(t.lower() != t for t in tokenizer.get_vocab() if not (t[:1] == "[" and t[-1:] == "]")):
-        logger.warning(f"warning: {vocab_file} is uncased (no word has an upper-case letter) but --do_lower_case "
-                       "is False: every capitalised word will be an unknown token; pass --do_lower_case True")
+        given = "is False" if do_lower_case is not None else "was not given and defaults to False as in the original scripts"
+        logger.warning(f"warning: CASING MISMATCH: {vocab_file} is uncased (no word has an upper-case letter) but "
+                       f"--do_lower_case {given}: every capitalised word will be an unknown token; "
+                       "pass --do_lower_case True")
     weights, note = _checkpoint_weights(init_checkpoint, config) if init_checkpoint else (None, "")
     return ModelSource(init_checkpoint or bert_config_file, config, tokenizer, weights, note)
 

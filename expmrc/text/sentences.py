@@ -16,6 +16,10 @@ ends a sentence when an uppercase letter, an opening quote or a Chinese characte
 lowercase word (`"Where?" she asked.`).
 
 Whitespace around sentences is not part of them.
+
+`split_at_delimiters` is the rule behind the pseudo evidence released with the paper (`expmrc pseudo
+--preset release`): a sentence ends right after every delimiter character (`RELEASE_DELIMITERS`), with
+nothing attached, so a closing quote after `?` starts the next sentence.
 """
 
 from __future__ import annotations
@@ -83,6 +87,13 @@ def _ascii_run_ends_sentence(text: str, run_start: int, run_end: int, after: int
 
 
 RULES = ("simple", "refined")
+RELEASE_DELIMITERS = {"zh": "。！？?!", "en": ".!?"}
+
+
+def split_at_delimiters(text: str, delimiters: str) -> list[Sentence]:
+    """Cut `text` right after every character of `delimiters`; keep the non-blank pieces, stripped, with offsets."""
+    cuts = [i + 1 for i, ch in enumerate(text) if ch in delimiters]
+    return _pieces(text, cuts)
 
 
 def split_sentences(text: str, rule: str = "simple", semicolons: bool = False) -> list[Sentence]:
@@ -118,6 +129,12 @@ def _split_cached(text: str, refined: bool, semicolons: bool) -> tuple[Sentence,
         run = text[run_start:run_end]
         if any(c in cjk_terms for c in run) or _ascii_run_ends_sentence(text, run_start, run_end, i, refined):
             cuts.append(i)
+    return tuple(_pieces(text, cuts))
+
+
+def _pieces(text: str, cuts: list[int]) -> list[Sentence]:
+    """The stripped, non-blank pieces of `text` between consecutive `cuts` (and the text's ends)."""
+    n = len(text)
     sentences = []
     start = 0
     for cut in cuts + [n]:
@@ -129,7 +146,7 @@ def _split_cached(text: str, refined: bool, semicolons: bool) -> tuple[Sentence,
         if piece_end > piece_start:
             sentences.append(Sentence(text[piece_start:piece_end], piece_start, piece_end))
         start = cut
-    return tuple(sentences)
+    return sentences
 
 
 CLAUSE_MARKS = "，；：,;:"

@@ -27,7 +27,7 @@ from expmrc.features.cache import cache_key, cached_features
 from expmrc.features.windows import FeatureReport, FeatureTable, WindowDataset, uses_token_types
 from expmrc.models.backbones import ModelSource, load_task_model, resolve_source
 from expmrc.scoring.scorer import score
-from expmrc.training.flags import check_flags, flag_values
+from expmrc.training.flags import check_flags, flag_values, ignored_flags
 from expmrc.training.loop import TrainConfig, checkpoint_steps, make_accelerator, predict, train
 from expmrc.training.rundir import CACHE_DIR, MODEL_DIR, recorded_run
 
@@ -146,6 +146,9 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
     accelerator = make_accelerator(config, use_tpu=args.use_tpu)
     main = accelerator.is_main_process
     setup_logging(accelerator.is_local_main_process)
+    ignored = ignored_flags(args)
+    if ignored:
+        logger.info(f"ignored (original TPU-era flags, not needed here): {' '.join(ignored)}")
     trained = output / MODEL_DIR
     source = model_source(args, trained)
     info: dict[str, Any] = {"task": task.kind, "task_name": args.task_name,

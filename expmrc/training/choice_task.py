@@ -57,7 +57,7 @@ def choice_features(questions: Any, tokenizer: Any, args: argparse.Namespace, is
                     progress: bool) -> Any:
     """The windows of multiple-choice questions under the flags' lengths."""
     return build_choice_features(questions, tokenizer, args.max_seq_length, args.max_qa_length, args.doc_stride,
-                                 is_training, token_types, progress)
+                                 is_training, token_types, progress, max_query_length=args.max_query_length)
 
 
 CHOICE_TASK = BaselineTask(
@@ -66,7 +66,7 @@ CHOICE_TASK = BaselineTask(
     positive_flags=("max_qa_length", "max_evidence_length", "n_best_size"),
     load=load_choice_dataset,
     settings=lambda args: {"max_seq_length": args.max_seq_length, "doc_stride": args.doc_stride,
-                           "max_qa_length": args.max_qa_length},
+                           "max_qa_length": args.max_qa_length, "max_query_length": args.max_query_length},
     features=choice_features,
     model_class=ChoiceModel,
 )

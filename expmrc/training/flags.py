@@ -2,7 +2,12 @@
 
 Users keep their shell scripts, so every original flag works unchanged, including `True`/`False`
 strings as values (`--do_train=True`, `--do_train True`, or a bare `--do_train`). Defaults are the
-paper's; a few differ per task (`TASK_DEFAULTS`). Task scripts add their own extra flags to the parser.
+original scripts' own, so an original command line that relies on a default gets the original
+configuration (a few differ per task, `TASK_DEFAULTS`); scripts/run_*.sh pass the paper's settings
+explicitly. `--do_lower_case` defaults to None, "not given": an original vocab.txt is then read
+cased, the original default False, and a Hugging Face tokenizer keeps its own casing
+(`expmrc.models.backbones.resolve_source`). The original TPU-only flags are accepted and ignored
+(`IGNORED_FLAGS`). Task scripts add their own extra flags to the parser.
 """
 
 from __future__ import annotations
@@ -13,10 +18,13 @@ from typing import Any
 
 from expmrc.errors import ExpmrcError
 
-TASK_DEFAULTS: dict[str, dict[str, Any]] = {
-    "span": {"loss_lambda": 0.01, "task_name": "squad"},
-    "choice": {"loss_lambda": 0.1, "task_name": "race"},
+TASK_DEFAULTS: dict[str, dict[str, Any]] = {  # the original run_se_mrc.py / run_mc_mrc.py defaults
+    "span": {"loss_lambda": 0.1, "task_name": "squad", "max_seq_length": 384},
+    "choice": {"loss_lambda": 0.1, "task_name": "race", "max_seq_length": 512},
 }
+# original flags with nothing to do here, and their defaults: a value other than these is logged as ignored
+IGNORED_FLAGS: dict[str, Any] = {"tpu_name": None, "tpu_zone": None, "gcp_project": None, "master": None,
+                                 "num_tpu_cores": 8, "iterations_per_loop": 1000, "verbose_logging": False}
 
 MAX_EPOCHS = 1000  # far beyond any fine-tuning run; larger values are typos (or inf)
 _TRUE = {"true", "1", "yes", "y", "t"}
@@ -57,8 +65,8 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     model.add_argument("--init_checkpoint", default=None,
                        help="TensorFlow prefix (bert_model.ckpt), weights file or model folder to start from")
     _bool_flag(model, "do_lower_case", None,
-               "lowercase the original release's vocab.txt input (default True); a Hugging Face tokenizer keeps "
-               "its own casing")
+               "lowercase the original release's vocab.txt input (default False, as in the original scripts; "
+               "an uncased vocab.txt then warns); a Hugging Face tokenizer keeps its own casing")
 
     data = parser.add_argument_group("data and outputs")
     data.add_argument("--task_name", default=defaults["task_name"],
@@ -74,16 +82,19 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     _bool_flag(data, "do_predict", False, "predict on --predict_file, writing dev_predictions.json and dev_nbest.json")
 
     lengths = parser.add_argument_group("lengths")
-    lengths.add_argument("--max_seq_length", type=int, default=512, help="tokens per input window (default 512)")
+    lengths.add_argument("--max_seq_length", type=int, default=defaults["max_seq_length"],
+                         help=f"tokens per input window (default {defaults['max_seq_length']})")
+    lengths.add_argument("--max_query_length", type=int, default=64,
+                         help="question tokens kept, from its start, before the passage is paired (default 64)")
     lengths.add_argument("--doc_stride", type=int, default=128, help="tokens between window starts (default 128)")
     lengths.add_argument("--max_answer_length", type=int, default=30, help="longest answer in tokens (default 30)")
 
     opt = parser.add_argument_group("optimization")
     opt.add_argument("--train_batch_size", type=int, default=32,
                      help="examples per optimizer step, TOTAL over all devices and accumulation steps (default 32)")
-    opt.add_argument("--predict_batch_size", type=int, default=8, help="examples per prediction batch, total (default 8)")
+    opt.add_argument("--predict_batch_size", type=int, default=32, help="examples per prediction batch, total (default 32)")
     opt.add_argument("--learning_rate", type=float, default=3e-5, help="peak AdamW learning rate (default 3e-5)")
-    opt.add_argument("--num_train_epochs", type=float, default=2.0, help="epochs over the training features (default 2)")
+    opt.add_argument("--num_train_epochs", type=float, default=3.0, help="epochs over the training features (default 3)")
     opt.add_argument("--max_steps", type=int, default=-1, help="optimizer steps; overrides --num_train_epochs when > 0")
     opt.add_argument("--warmup_proportion", type=float, default=0.1, help="share of steps with linear warm-up (default 0.1)")
     opt.add_argument("--weight_decay", type=float, default=0.01,
@@ -108,11 +119,25 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
         coupling.add_argument(f"--coupling_c{number}", type=float, default=value,
                               help=f"c{number} of the coupling regularizer (default {value})")
 
-    tpu = parser.add_argument_group("TPU (original flags; accelerate/torch_xla picks the device)")
+    tpu = parser.add_argument_group("TPU and other original flags (accelerate/torch_xla picks the device; the rest "
+                                    "are accepted, not needed, and logged as ignored when given)")
     _bool_flag(tpu, "use_tpu", False, "run on a TPU through torch_xla")
-    tpu.add_argument("--tpu_name", default=None, help="accepted for old scripts; torch_xla uses the TPU VM's own chips")
-    tpu.add_argument("--tpu_zone", default=None, help="accepted for old scripts; not needed on a TPU VM")
+    tpu.add_argument("--tpu_name", default=None, help="ignored: torch_xla uses the TPU VM's own chips")
+    tpu.add_argument("--tpu_zone", default=None, help="ignored: not needed on a TPU VM")
+    tpu.add_argument("--gcp_project", default=None, help="ignored: not needed on a TPU VM")
+    tpu.add_argument("--master", default=None, help="ignored: no TensorFlow master address is used")
+    tpu.add_argument("--num_tpu_cores", type=int, default=8, help="ignored: the launcher starts one process per core")
+    tpu.add_argument("--iterations_per_loop", type=int, default=1000,
+                     help="ignored: there is no TPUEstimator loop (checkpoints follow --save_checkpoints_steps)")
+    _bool_flag(tpu, "verbose_logging", False,
+               "ignored: answers are always passage character spans, so there is no mapping failure to print")
     return parser
+
+
+def ignored_flags(args: argparse.Namespace) -> list[str]:
+    """`--name=value` for each original flag in IGNORED_FLAGS given a value other than its default."""
+    return [f"--{name}={getattr(args, name)}" for name, default in IGNORED_FLAGS.items()
+            if getattr(args, name, default) != default]
 
 
 def check_flags(args: argparse.Namespace) -> None:
@@ -124,7 +149,8 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.do_predict and not args.predict_file:
         raise ExpmrcError("--do_predict needs --predict_file")
     positive = ("train_batch_size", "predict_batch_size", "gradient_accumulation_steps", "save_checkpoints_steps",
-                "keep_checkpoints", "logging_steps", "max_seq_length", "doc_stride", "max_answer_length")
+                "keep_checkpoints", "logging_steps", "max_seq_length", "doc_stride", "max_answer_length",
+                "max_query_length")
     for name in positive:
         if getattr(args, name, 1) < 1:
             raise ExpmrcError(f"--{name} must be at least 1, got {getattr(args, name)}")

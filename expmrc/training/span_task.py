@@ -33,7 +33,6 @@ def span_parser() -> argparse.ArgumentParser:
     """The shared flags with span-extraction defaults, plus the span-only ones."""
     parser = build_parser("span", prog="run_se_mrc.py", description=DESCRIPTION)
     span = parser.add_argument_group("span extraction")
-    span.add_argument("--max_query_length", type=int, default=128, help="question tokens kept (default 128)")
     span.add_argument("--max_evidence_length", type=int, default=128,
                       help="longest evidence in tokens when decoding (default 128)")
     span.add_argument("--n_best_size", type=int, default=20, help="candidates kept per question (default 20)")
@@ -65,7 +64,7 @@ def span_features(questions: Any, tokenizer: Any, args: argparse.Namespace, is_t
 SPAN_TASK = BaselineTask(
     kind="span",
     parser=span_parser,
-    positive_flags=("max_query_length", "max_evidence_length", "n_best_size"),
+    positive_flags=("max_evidence_length", "n_best_size"),
     load=load_span_dataset,
     settings=lambda args: {"max_seq_length": args.max_seq_length, "doc_stride": args.doc_stride,
                            "max_query_length": args.max_query_length},

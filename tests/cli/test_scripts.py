@@ -66,10 +66,17 @@ def test_subset_scripts_use_the_release_settings(script, program, subset, lam, l
     assert (flags["train_batch_size"], flags["num_train_epochs"], flags["max_seq_length"], flags["learning_rate"],
             flags["doc_stride"], flags["rand_seed"], flags["output_dir"]) == ("32", "2", "512", "3e-5", "128", "12345",
                                                                              "runs/out dir")
+    assert (flags["predict_batch_size"], flags["max_query_length"]) == ("32", "64")
     assert ("max_answer_length" in flags) == (program == "run_se_mrc.py")
     parser = pytest.importorskip("expmrc.training.flags").build_parser("span" if program == "run_se_mrc.py" else "choice")
     args = parser.parse_args(command[2:])  # the training scripts' own parser accepts every flag
     assert args.loss_lambda == float(lam) and args.do_lower_case is (lower == "True")
+    # the paper's settings are passed explicitly: left to the defaults (the original scripts'), they would change
+    explicit = ("loss_lambda", "num_train_epochs", "max_seq_length", "max_query_length", "predict_batch_size",
+                "do_lower_case")
+    assert set(explicit) <= set(flags)
+    defaults = parser.parse_args(["--output_dir", "x"])
+    assert [name for name in explicit if getattr(args, name) != getattr(defaults, name)]
 
 
 def test_tf_release_large_size_overrides_and_extra_args():

@@ -54,12 +54,12 @@ def test_runs_of_sentences_win_only_over_the_margin(write_json):
     doc = json.loads(json.dumps(SPAN_TRAIN))
     del doc["data"][0]["paragraphs"][0]["qas"][1]
     dataset = load_dataset(write_json("train.json", doc), "cmrc2018")
-    run, report = pseudo_label(dataset, progress=False)
+    run, report = pseudo_label(dataset, "normalized", progress=False)
     assert run["data"][0]["paragraphs"][0]["qas"][0]["evidences"] == ["范廷颂是越南枢机。1963年被任为主教。"]
     assert report.lengths == {2: 1} and report.multi_sentence == 1
-    single, _ = pseudo_label(dataset, max_sentences=1, progress=False)
+    single, _ = pseudo_label(dataset, "normalized", max_sentences=1, progress=False)
     assert single["data"][0]["paragraphs"][0]["qas"][0]["evidences"] == ["1963年被任为主教。"]
-    strict, _ = pseudo_label(dataset, margin=0.2, progress=False)
+    strict, _ = pseudo_label(dataset, "normalized", margin=0.2, progress=False)
     assert strict["data"][0]["paragraphs"][0]["qas"][0]["evidences"] == ["1963年被任为主教。"]
 
 
@@ -90,13 +90,13 @@ def test_command_writes_a_file_the_dataset_reader_accepts(write_json, tmp_path, 
 
 @pytest.mark.data
 @pytest.mark.parametrize("subset, low, high", [("cmrc2018", 4.0, 7.0), ("c3", 7.0, 11.0)])
-def test_multi_sentence_share_on_the_training_sets(subset, low, high):
+def test_normalized_preset_multi_sentence_share_on_the_training_sets(subset, low, high):
     root = os.environ.get("EXPMRC_TRAIN_DATA")
     path = Path(root or "") / f"{subset}-train.json"
     if not root or not path.is_file():
         pytest.skip("training sets not available (set EXPMRC_TRAIN_DATA)")
     dataset = load_dataset(str(path), subset)
-    _, report = pseudo_label(dataset, progress=False)
+    _, report = pseudo_label(dataset, "normalized", progress=False)
     share = 100.0 * report.multi_sentence / report.questions
     assert low <= share <= high
     assert len(report.unlabelled) < 0.01 * report.questions

@@ -149,3 +149,17 @@ def test_batches_pad_options_and_mask_them(tok):
     assert batch["labels"].tolist() == [1, 3]
     assert batch["evidence_start"].tolist() == [4, 6]  # 猫坐在 at passage token 3; the first 它很好 at token 5
     assert batch["passage_mask"][0].tolist()[:11] == [1] * 9 + [0, 0]  # the null position + 8 passage tokens
+
+
+def test_max_query_length_cuts_the_question_before_the_option_goes_in(tok):
+    passage = " ".join(f"w{i}" for i in range(10))
+    blank = question("p5-0", passage, "w50 w51 _ w52 w53 w54", ["w56 w57", "w58"], "A")
+    plain = question("p5-1", passage, "w50 w51 w52 w53 w54", ["w56 w57", "w58"], "A")
+    table, report = build_choice_features([blank, plain], tok, 64, 128, 128, is_training=False, max_query_length=3)
+    # the blank lies inside the first 3 tokens: filled in place; the plain question is cut, then the option follows
+    assert rows(table, 0)[0][-5:] == ids(tok, ["w50", "w51", "w56", "w57", "[SEP]"])
+    assert rows(table, 1)[1][-5:] == ids(tok, ["w50", "w51", "w52", "w58", "[SEP]"])
+    assert report.question_truncated == 2
+    table, report = build_choice_features([blank], tok, 64, 128, 128, is_training=False, max_query_length=64)
+    assert rows(table, 0)[0][-8:] == ids(tok, ["w50", "w51", "w56", "w57", "w52", "w53", "w54", "[SEP]"])
+    assert report.question_truncated == 0

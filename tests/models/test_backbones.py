@@ -175,3 +175,20 @@ def test_a_token_listed_twice_keeps_its_last_line_id_wherever_a_vocabulary_is_re
     source = resolve_source(bert_config_file=str(tiny / "config.json"), vocab_file=str(vocab_file))
     for tokenizer in (source.tokenizer, bert_tokenizer_from_vocab(str(vocab_file), True)):
         assert tokenizer("paris river city")["input_ids"] == [2, 8, 7, 10, 3]
+
+
+def test_original_vocabulary_with_default_flags_is_read_cased_and_an_uncased_one_warns(tiny, caplog):
+    # --do_lower_case not given: False, as the original scripts default, never a silent flood of [UNK]s
+    with caplog.at_level(logging.WARNING, logger="expmrc"):
+        source = resolve_source(bert_config_file=str(tiny / "config.json"), vocab_file=str(tiny / "vocab.txt"))
+    assert not lowercases(source.tokenizer)
+    assert "CASING MISMATCH" in caplog.text and "was not given and defaults to False" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="expmrc"):
+        source = resolve_source(bert_config_file=str(tiny / "config.json"), vocab_file=str(tiny / "vocab.txt"),
+                                do_lower_case=True)
+    assert lowercases(source.tokenizer) and "CASING" not in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="expmrc"):  # a Hugging Face tokenizer: its own casing, no warning
+        assert lowercases(resolve_source(str(tiny_backbone("bert"))).tokenizer)
+    assert caplog.text == ""

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from helpers.tiny_bert import make_tiny_bert_folder
+from expmrc.cli import run_guarded
 from expmrc.errors import ExpmrcError
 from expmrc.training.baseline import train_config
-from expmrc.training.flags import build_parser, check_flags
+from expmrc.training.choice_task import run_choice
+from expmrc.training.flags import build_parser, check_flags, ignored_flags
 
 
 def parse(task, *argv):
@@ -18,7 +23,7 @@ def test_original_boolean_spellings():
                            (["--do_train=true"], True), ([], False)):
         assert parse("span", *argv).do_train is expected
     assert parse("span", "--use_tpu=False").use_tpu is False
-    assert parse("span").do_lower_case is None  # the model folder decides
+    assert parse("span").do_lower_case is None  # not given: the tokenizer's own casing, or False for a vocab.txt
     assert parse("span", "--do_lower_case=False").do_lower_case is False
 
 
@@ -28,12 +33,33 @@ def test_bad_boolean_is_a_usage_error(capsys):
     assert "expected True or False" in capsys.readouterr().err
 
 
-def test_paper_defaults_per_task():
-    span, choice = parse("span"), parse("choice")
-    assert (span.learning_rate, span.num_train_epochs, span.rand_seed) == (3e-5, 2.0, 12345)
-    assert (span.warmup_proportion, span.weight_decay) == (0.1, 0.01)
-    assert (span.max_seq_length, span.doc_stride) == (512, 128)
-    assert span.loss_lambda == 0.01 and choice.loss_lambda == 0.1
+# the defaults of the original release's run_se_mrc.py / run_mc_mrc.py (max_seq_length for the
+# multiple-choice script is not known for certain and stays 512)
+ORIGINAL_DEFAULTS = {
+    "span": {"loss_lambda": 0.1, "num_train_epochs": 3.0, "max_seq_length": 384, "max_query_length": 64,
+             "predict_batch_size": 32, "do_lower_case": None, "learning_rate": 3e-5, "doc_stride": 128,
+             "train_batch_size": 32, "max_answer_length": 30, "rand_seed": 12345, "save_checkpoints_steps": 1000,
+             "use_tpu": False, "iterations_per_loop": 1000, "num_tpu_cores": 8, "verbose_logging": False,
+             "tpu_name": None, "tpu_zone": None, "gcp_project": None, "master": None},
+    "choice": {"loss_lambda": 0.1, "num_train_epochs": 3.0, "max_seq_length": 512, "max_query_length": 64,
+               "predict_batch_size": 32, "do_lower_case": None},
+}
+
+
+@pytest.mark.parametrize("task", sorted(ORIGINAL_DEFAULTS))
+def test_defaults_are_the_original_scripts(task):
+    args = parse(task)
+    assert {name: getattr(args, name) for name in ORIGINAL_DEFAULTS[task]} == ORIGINAL_DEFAULTS[task]
+    assert (args.warmup_proportion, args.weight_decay) == (0.1, 0.01)
+
+
+def test_original_tpu_flags_parse_and_are_listed_as_ignored():
+    args = parse("choice", "--iterations_per_loop=100", "--num_tpu_cores", "32", "--gcp_project=p",
+                 "--master=grpc://10.0.0.2:8470", "--verbose_logging=True", "--tpu_name=t", "--tpu_zone=z",
+                 "--max_query_length=16")
+    assert ignored_flags(args) == ["--tpu_name=t", "--tpu_zone=z", "--gcp_project=p", "--master=grpc://10.0.0.2:8470",
+                                   "--num_tpu_cores=32", "--iterations_per_loop=100", "--verbose_logging=True"]
+    assert args.max_query_length == 16 and ignored_flags(parse("span")) == []
 
 
 def test_original_script_line_parses_into_a_train_config():
@@ -79,3 +105,19 @@ def test_float_flags_must_be_finite_and_in_range_before_any_work(flag, value, me
     args = parse("span", "--do_train=True", "--train_file=t.json", f"{flag}={value}")
     with pytest.raises(ExpmrcError, match=message.replace("[", r"\[").replace(")", r"\)").replace("+", r"\+")):
         check_flags(args)
+
+
+def test_a_run_with_the_original_tpu_flags_logs_one_line_naming_them(tmp_path, capsys):
+    data = tmp_path / "c3.json"
+    data.write_text(json.dumps({"version": "c3-dev", "data": [{
+        "id": "m1", "article": "天很蓝。草很绿。", "questions": ["天什么颜色？"], "options": [["红", "蓝"]],
+        "answers": ["B"]}]}, ensure_ascii=False), encoding="utf-8")
+    argv = ["--model_name_or_path", str(make_tiny_bert_folder(tmp_path / "bert")), "--do_predict", "--predict_file",
+            str(data), "--output_dir", str(tmp_path / "run"), "--max_seq_length=64", "--max_query_length=8",
+            "--iterations_per_loop=100", "--num_tpu_cores=8", "--master=grpc://x", "--verbose_logging=True"]
+    assert run_guarded(run_choice, argv) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "ignored" in line]
+    assert lines == ["ignored (original TPU-era flags, not needed here): --master=grpc://x --iterations_per_loop=100 "
+                     "--verbose_logging=True"]
+    info = json.loads((tmp_path / "run" / "run_info.json").read_text(encoding="utf-8"))
+    assert info["flags"]["max_query_length"] == 8 and info["flags"]["iterations_per_loop"] == 100

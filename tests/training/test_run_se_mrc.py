@@ -209,6 +209,6 @@ def test_bad_input_is_one_line_and_a_failed_run(inputs, tmp_path, capsys):
         assert capsys.readouterr().err.strip().splitlines()[-1].startswith(message)
 
     argv = ["--model_name_or_path", str(inputs["model"]), "--do_predict", "--predict_file", str(inputs["dev"]),
-            "--output_dir", str(tmp_path / "run3")]  # 512 tokens on a model with 128 positions
+            "--output_dir", str(tmp_path / "run3")]  # the default 384 tokens on a model with 128 positions
     assert run_guarded(run_span, argv) == 2
-    assert "--max_seq_length 512 exceeds the 128 positions the model has" in capsys.readouterr().err
+    assert "--max_seq_length 384 exceeds the 128 positions the model has" in capsys.readouterr().err
