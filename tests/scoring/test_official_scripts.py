@@ -21,11 +21,10 @@ import json
 import os
 import random
 import sys
-from pathlib import Path
 
 import pytest
 
-from helpers.common import dev_set, needs_punkt
+from helpers.common import dev_set, needs_punkt, official_cmrc2018_dev
 from expmrc.data.datasets import Dataset, load_dataset
 from expmrc.metrics.registry import METRICS
 from expmrc.scoring.scorer import score
@@ -68,13 +67,6 @@ def perturbed_answers(dataset: Dataset, seed: int) -> dict[str, str]:
     return answers
 
 
-def _official_cmrc2018_dev() -> str:
-    path = os.environ.get("EXPMRC_CMRC2018_DEV")
-    if not path or not Path(path).is_file():
-        pytest.skip("the original CMRC 2018 dev set is not available (set EXPMRC_CMRC2018_DEV)")
-    return path
-
-
 def _datasets() -> dict[str, tuple[str, str | None]]:
     """name -> (dataset path, subset to pass), each read lazily so a missing one skips only its case."""
     return {"cmrc2018-official": (os.environ.get("EXPMRC_CMRC2018_DEV", ""), "cmrc2018"),
@@ -98,7 +90,7 @@ EXPECTED = {
 
 def _load(name: str) -> Dataset:
     if name == "cmrc2018-official":
-        return load_dataset(_official_cmrc2018_dev(), "cmrc2018")
+        return load_dataset(official_cmrc2018_dev(), "cmrc2018")
     return load_dataset(dev_set(name.split("-")[0]))
 
 
