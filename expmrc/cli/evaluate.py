@@ -28,9 +28,14 @@ of a gold answer; multiple choice, the accuracy itself.
 Figures beside the leaderboard's (--metrics; by default those of each dataset's subset):
 {metrics}
 
+A span dataset without any gold `evidences`, such as the original CMRC 2018 development set
+(pass --subset cmrc2018, its `version` is "v1.0"), gets the answer figures only: evidence and
+overall are absent ("n/a" here, null with --json), never 0.
+
 examples:
   expmrc evaluate data/squad/expmrc-squad-dev.json sample_submission/squad.json
   expmrc evaluate squad sub/squad.json race sub/race.json --json --details details.jsonl
+  expmrc evaluate cmrc2018_dev.json preds.json --subset cmrc2018 --metrics cmrc2018
 """
 
 
@@ -60,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     reports = []
     for dataset_arg, prediction_path in zip(args.pairs[::2], args.pairs[1::2]):
         dataset = load_dataset(dataset_arg, args.subset)
-        report = score_files(dataset, prediction_path, select(args.metrics, dataset))
+        report = score_files(dataset, prediction_path, select(args.metrics, dataset), answers_only=True)
         for line in coverage_warnings(report):
             print(line, file=sys.stderr)
         reports.append(report)
@@ -76,8 +81,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"results": [r.summary() for r in reports], "signature": sig}, ensure_ascii=False, indent=1))
         return 0
     print(_table(["subset", "predictions", "ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1", "TOTAL", "SKIP"], 2,
-                 [[r.subset, r.prediction_path, *(f"{r.mean(k):.3f}" for k in ("answer", "exact", "evidence", "overall")),
+                 [[r.subset, r.prediction_path, *(_figure(r.mean(k)) for k in ("answer", "exact", "evidence", "overall")),
                    str(r.total), str(r.skipped)] for r in reports]))
+    for r in reports:
+        if not r.has_evidence:
+            print(f"\nnote: {r.dataset_path} has no gold evidences: EVI_F1 and ALL_F1 are absent (n/a)")
     for r in reports:
         figures = r.extra_figures()
         if figures:
@@ -87,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     for r in reports:
         print(f"\n{r.subset} ({r.prediction_path}) by question type:")
         print(_table(["type", "count", "ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"], 1,
-                     [[name, str(v["count"]), *(f"{v[k]:.3f}" for k in ("ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"))]
+                     [[name, str(v["count"]), *(_figure(v[k]) for k in ("ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"))]
                       for name, v in r.by_type().items()]))
     print(f"\nsignature: {sig}")
     return 0

@@ -55,7 +55,7 @@ def _nltk_word_tokenize():
 
 
 @lru_cache(maxsize=1 << 17)
-def _word_tokens(run: str) -> tuple[str, ...]:
+def word_tokens(run: str) -> tuple[str, ...]:
     """NLTK's tokens of one run of non-CJK text; cached, since passages repeat names and numbers."""
     return tuple(_nltk_word_tokenize()(run))
 
@@ -72,13 +72,13 @@ def tokenize(text: str) -> list[str]:
     for i, ch in enumerate(text):
         if _is_split_char(ch):
             if run_start is not None:
-                tokens.extend(_word_tokens(text[run_start:i]))
+                tokens.extend(word_tokens(text[run_start:i]))
                 run_start = None
             tokens.append(ch)
         elif run_start is None:
             run_start = i
     if run_start is not None:
-        tokens.extend(_word_tokens(text[run_start:]))
+        tokens.extend(word_tokens(text[run_start:]))
     return tokens
 
 
@@ -100,7 +100,7 @@ def score_tokens(value: Any) -> tuple[str, ...]:
 def clear_caches() -> None:
     """Forget memoized tokens (benchmarks use it to time tokenization from cold)."""
     _normalized.cache_clear()
-    _word_tokens.cache_clear()
+    word_tokens.cache_clear()
 
 
 def token_f1(prediction: tuple[str, ...] | list[str], reference: tuple[str, ...] | list[str]) -> float:

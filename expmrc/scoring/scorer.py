@@ -1,7 +1,10 @@
 """Scoring a submission against an ExpMRC dataset, exactly as the leaderboard does, with details.
 
 Per question (dataset order): span subsets score answer F1 against the gold answer texts and
-evidence F1 against the `evidences` (a span dataset lacking them is refused, as the leaderboard stops); multiple choice scores answer 1/0 by exact label equality and
+evidence F1 against the `evidences` (a span dataset lacking them is refused, as the leaderboard stops,
+unless the caller asks for answers only: then a dataset with no `evidences` at all, such as the
+original CMRC 2018 dev set, gets answer figures and evidence and overall are absent, None, never 0);
+multiple choice scores answer 1/0 by exact label equality and
 evidence F1 against that question's evidence list (0 when the dataset has none). Overall is
 answer × evidence. A missing question scores 0 everywhere and counts in SKIP, and so does a question
 whose dataset id is a JSON number (the leaderboard looks it up among the submission's string keys and
@@ -33,8 +36,8 @@ class QuestionScore:
     type: str
     answered: bool
     answer: float = 0.0
-    evidence: float = 0.0
-    overall: float = 0.0
+    evidence: float | None = 0.0  # None: the dataset has no gold evidence (answers-only scoring)
+    overall: float | None = 0.0
     exact: float = 0.0
     best_answer_reference: str | None = None
     best_evidence_reference: str | None = None
@@ -55,6 +58,7 @@ class Report:
     questions: list[QuestionScore]
     unknown_ids: list[str] = field(default_factory=list)
     metrics: list[Metric] = field(default_factory=list)  # the extra metrics computed beside the leaderboard's
+    has_evidence: bool = True  # False: answers-only scoring of a dataset without gold evidence
 
     @property
     def total(self) -> int:
@@ -64,8 +68,11 @@ class Report:
     def skipped(self) -> int:
         return sum(not q.answered for q in self.questions)
 
-    def mean(self, key: str, questions: list[QuestionScore] | None = None) -> float:
-        """100 × the sum of `key` over questions (in dataset order) / the number of questions."""
+    def mean(self, key: str, questions: list[QuestionScore] | None = None) -> float | None:
+        """100 × the sum of `key` over questions (in dataset order) / the number of questions; None for
+        evidence and overall when the dataset has no gold evidence."""
+        if not self.has_evidence and key in ("evidence", "overall"):
+            return None
         qs = self.questions if questions is None else questions
         total = 0
         for q in qs:
@@ -94,25 +101,26 @@ class Report:
         return {
             name: {
                 "count": len(qs),
-                "ANS_F1": round(self.mean("answer", qs), 3),
-                "EVI_F1": round(self.mean("evidence", qs), 3),
-                "ALL_F1": round(self.mean("overall", qs), 3),
-                "ANS_EM": round(self.mean("exact", qs), 3),
+                "ANS_F1": _rounded(self.mean("answer", qs)),
+                "EVI_F1": _rounded(self.mean("evidence", qs)),
+                "ALL_F1": _rounded(self.mean("overall", qs)),
+                "ANS_EM": _rounded(self.mean("exact", qs)),
             }
             for name, qs in ordered
         }
 
     def summary(self) -> dict[str, Any]:
-        """All figures as numbers: the official three, exact match, counts and the type breakdown."""
+        """All figures as numbers (None where absent): the official three, exact match, counts, the extra
+        metrics' figures and the type breakdown."""
         return {
             "dataset": self.dataset_path,
             "predictions": self.prediction_path,
             "version": self.version,
             "subset": self.subset,
-            "ALL_F1": round(self.mean("overall"), 3),
-            "ANS_F1": round(self.mean("answer"), 3),
-            "EVI_F1": round(self.mean("evidence"), 3),
-            "ANS_EM": round(self.mean("exact"), 3),
+            "ALL_F1": _rounded(self.mean("overall")),
+            "ANS_F1": _rounded(self.mean("answer")),
+            "EVI_F1": _rounded(self.mean("evidence")),
+            "ANS_EM": _rounded(self.mean("exact")),
             "TOTAL": self.total,
             "SKIP": self.skipped,
             "UNKNOWN": len(self.unknown_ids),
@@ -143,15 +151,22 @@ class Report:
 
 
 def score(dataset: Dataset, predictions: dict[str, Any], prediction_path: str = "",
-          metrics: list[Metric] | None = None) -> Report:
+          metrics: list[Metric] | None = None, answers_only: bool = False) -> Report:
     """Score `predictions` (a parsed submission) on `dataset`; see the module docstring for the rules.
 
-    `metrics` are the extra registered metrics to compute beside the leaderboard's (default: none).
+    `metrics` are the extra registered metrics to compute beside the leaderboard's (default: none);
+    `answers_only` accepts a span dataset without any `evidences` and leaves evidence and overall absent.
     """
     metrics = metrics or []
+    has_evidence = True
     if dataset.kind == "span":
         bare = next((q.qid for q in dataset.questions if q.evidences is None), None)
-        if bare is not None:
+        if bare is not None and answers_only and all(q.evidences is None for q in dataset.questions):
+            has_evidence = False
+        elif bare is not None and answers_only:
+            raise ExpmrcError(f"{dataset.path}: question {bare} has no `evidences` while others have; give every "
+                              "question evidences, or none for answer figures only")
+        elif bare is not None:
             raise ExpmrcError(f"{dataset.path}: question {bare} has no `evidences`, so no evidence score can be given "
                               "(the leaderboard's script stops there); score on a dataset with evidences")
     known = set()
@@ -163,10 +178,14 @@ def score(dataset: Dataset, predictions: dict[str, Any], prediction_path: str = 
             known.add(question.qid)
         qtype = question_type(question.question, dataset.language)
         if not matchable or question.qid not in predictions:
-            results.append(QuestionScore(id=question.qid, type=qtype, answered=False, question=question.question))
+            results.append(QuestionScore(id=question.qid, type=qtype, answered=False, question=question.question,
+                                         evidence=0.0 if has_evidence else None,
+                                         overall=0.0 if has_evidence else None))
             continue
         prediction = parse_prediction(prediction_path, question.qid, predictions[question.qid])
         values = LEADERBOARD.question(question, prediction)
+        if not has_evidence:
+            values["evidence"] = values["overall"] = None
         result = QuestionScore(id=question.qid, type=qtype, answered=True, answer=values["answer"],
                                evidence=values["evidence"], overall=values["overall"], exact=values["exact"],
                                best_answer_reference=values["best_answer_reference"],
@@ -179,12 +198,14 @@ def score(dataset: Dataset, predictions: dict[str, Any], prediction_path: str = 
             raise ExpmrcError(f"{prediction_path or 'predictions'}: question {question.qid}: {exc}") from None
         results.append(result)
     unknown = [qid for qid in predictions if qid not in known]
-    return Report(dataset.path, prediction_path, dataset.version, dataset.subset, results, unknown, metrics)
+    return Report(dataset.path, prediction_path, dataset.version, dataset.subset, results, unknown, metrics,
+                  has_evidence)
 
 
-def score_files(dataset: Dataset, prediction_path: str, metrics: list[Metric] | None = None) -> Report:
-    """Load a submission file and score it on `dataset`."""
-    return score(dataset, load_submission(prediction_path), prediction_path, metrics)
+def score_files(dataset: Dataset, prediction_path: str, metrics: list[Metric] | None = None,
+                answers_only: bool = False) -> Report:
+    """Load a submission file and score it on `dataset` (`answers_only` as in `score`)."""
+    return score(dataset, load_submission(prediction_path), prediction_path, metrics, answers_only)
 
 
 def _rounded(value: Any) -> Any:

@@ -35,6 +35,14 @@ def dev_set(subset: str) -> str:
     return str(path)
 
 
+def official_cmrc2018_dev() -> str:
+    """Path of the original CMRC 2018 dev set named by $EXPMRC_CMRC2018_DEV, or skip the test."""
+    path = os.environ.get("EXPMRC_CMRC2018_DEV")
+    if not path or not Path(path).is_file():
+        pytest.skip("the original CMRC 2018 dev set is not available (set EXPMRC_CMRC2018_DEV)")
+    return path
+
+
 def environment() -> dict[str, str]:
     """The environment the baseline scripts run in under test: one thread, this checkout's expmrc, one process."""
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))

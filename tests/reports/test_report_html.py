@@ -104,7 +104,9 @@ def test_every_question_is_a_row_in_dataset_order_with_its_scores(write_json):
     assert page.rows == ["q1", "q2", "q3"]
     assert [q["id"] for q in page.data["questions"]] == ["q1", "q2", "q3"]
     q1, q2, q3 = page.data["questions"]
-    assert q1["values"] == {"A:answer": 1.0, "A:evidence": 1.0, "A:overall": 1.0, "A:exact": 1.0}
+    # the leaderboard's scores, then the numeric values of the subset's default extra metrics (SQuAD's EM/F1)
+    assert q1["values"] == {"A:answer": 1.0, "A:evidence": 1.0, "A:overall": 1.0, "A:exact": 1.0,
+                            "A:squad:em": 1.0, "A:squad:f1": 1.0}
     assert q2["values"]["A:evidence"] == 0.0 and q3["subs"][0]["answered"] is False
     cells = page.cells["question-table"]
     assert "What city is the sporting capital?" in cells and cells.count("–") == 3  # q3 unanswered: no scores

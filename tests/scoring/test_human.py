@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from helpers.common import CHOICE_DATA, SPAN_DATA, dev_set, needs_punkt
+from helpers.common import CHOICE_DATA, SPAN_DATA, dev_set, needs_punkt, official_cmrc2018_dev
 from expmrc.data.datasets import load_dataset
 from expmrc.scoring.human import human_performance, rotation_f1
 
@@ -50,3 +50,32 @@ def test_published_human_figures(subset, published):
             assert out[key] is None
         else:
             assert out[key] == pytest.approx(expected, abs=0.3)
+
+
+CMRC_THREE = {"version": "expmrc-cmrc2018-dev", "data": [{"paragraphs": [{"context": "北京和上海市", "qas": [
+    # two annotators agree (up to the full stop), the third wrote more: 北京 vs 北京和 = EM 0, F1 0.8
+    {"id": "a", "question": "哪里？", "answers": [{"text": "北京"}, {"text": "北京。"}, {"text": "北京和"}]},
+    # all three differ in the CMRC punctuation only
+    {"id": "b", "question": "哪里？", "answers": [{"text": "上海市"}, {"text": "“上海市”"}, {"text": "上海市。"}]},
+]}]}]}
+
+
+def test_cmrc2018_protocol_rotates_each_answer_against_the_other_two(write_json):
+    human = human_performance(load_dataset(write_json("c.json", CMRC_THREE)))
+    # a: answers 1 and 2 each match another exactly (EM 1, F1 1); answer 3 matches neither (EM 0, F1 0.8)
+    assert human.cmrc2018_em == pytest.approx(100 * (2 / 3 + 1) / 2)
+    assert human.cmrc2018_f1 == pytest.approx(100 * ((1 + 1 + 0.8) / 3 + 1) / 2)
+    assert human.evidence is None and human.overall is None  # no evidences: absent, not 0
+    squad = human_performance(load_dataset(write_json("s.json", SPAN_DATA)))
+    assert squad.cmrc2018_em is None and squad.cmrc2018_f1 is None
+
+
+@pytest.mark.data
+def test_the_original_cmrc2018_dev_set_under_its_own_protocol():
+    result = subprocess.run([sys.executable, "-m", "expmrc.cli", "human", official_cmrc2018_dev(), "--subset",
+                             "cmrc2018", "--json"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    # docs/scoring.md: answers 1 and 2 agree after CMRC normalization in every question, so only the third
+    # differs: (100 + 100 + 77.788) / 3 and (100 + 100 + 93.440) / 3; the paper's 91.083 / 97.348 differ.
+    assert json.loads(result.stdout) == {"ANS_F1": 97.879, "EVI_F1": None, "ALL_F1": None, "CMRC2018_EM": 92.596,
+                                         "CMRC2018_F1": 97.813, "TOTAL": 3219}
