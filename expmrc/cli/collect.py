@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="which outputs to write (default: all three)")
     parser.add_argument("--html", action="store_true",
                         help="also write index.html and a report page per scored run under reports/")
+    parser.add_argument("--farm", action="store_true",
+                        help="add FARM(4) columns, read from each run's faithfulness.json (written by "
+                             "`expmrc faithfulness RUN_DIR DEV --output RUN_DIR/faithfulness.json`)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no table on stdout")
 
 
@@ -53,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_output_path(args.output_dir, "dir")
     result = collect(args.run_dirs, args.output_dir, data=args.data, formats=args.format, progress=not args.quiet,
-                     html=args.html)
+                     html=args.html, farm=args.farm)
     if not args.quiet:
         sys.stdout.write(result.markdown)
     left_out = [r for r in result.runs if r.status != "finished"]

@@ -38,8 +38,14 @@ from expmrc.reports.pages import asset, pyplot, render, svg, write_page
 
 RUN_INFO = "run_info.json"
 PREDICTIONS = "dev_predictions.json"
-METRICS = ("answer", "evidence", "overall")
-METRIC_LABELS = {"answer": "Ans.", "evidence": "Evi.", "overall": "All"}
+FAITHFULNESS = "faithfulness.json"  # `expmrc faithfulness RUN_DIR DEV --output RUN_DIR/faithfulness.json`
+SCORES = ("answer", "evidence", "overall")  # the leaderboard's, plotted in the λ figure
+METRICS = SCORES + ("loca",)  # LOCA: span subsets by offsets, multiple choice its lexical stand-in
+FARM = "farm4"  # FARM(4) from the run's faithfulness.json, with collect(farm=True)
+METRIC_LABELS = {"answer": "Ans.", "evidence": "Evi.", "overall": "All", "loca": "LOCA", FARM: "FARM(4)"}
+METRIC_NAMES = {"answer": "Answer", "evidence": "Evidence", "overall": "Overall", "loca": "LOCA", FARM: "FARM(4)"}
+DIGITS = {FARM: 3}  # decimals in the tables: scores ×100 get 1, FARM (a ratio) 3
+LOCA_KEYS = {"loca": "LOCA", "lexical-loca": "LEX_LOCA"}
 SUBSET_NAMES = {"squad": "SQuAD", "cmrc2018": "CMRC 2018", "race": "RACE+", "c3": "C3"}
 FORMATS = ("md", "csv", "png")
 OUTPUT_FILES = {"md": "table3.md", "csv": "table3.csv", "runs": "runs.csv", "png": "lambda.png", "html": "index.html"}
@@ -58,7 +64,7 @@ class Run:
     model: str = ""
     loss_lambda: float | None = None
     rand_seed: int | None = None
-    scores: dict[str, float] | None = None
+    scores: dict[str, float | None] | None = None
     unanswered: int = 0
     total: int = 0
     dev_file: str = ""
@@ -86,18 +92,21 @@ class Group:
         return sorted(r.rand_seed for r in self.runs if r.rand_seed is not None)
 
     def values(self, metric: str) -> list[float]:
-        return [r.scores[metric] for r in self.runs]
+        """The runs' values of a metric, leaving out runs that have none (FARM(4) without faithfulness.json)."""
+        return [r.scores[metric] for r in self.runs if r.scores.get(metric) is not None]
 
-    def mean(self, metric: str) -> float:
-        return statistics.fmean(self.values(metric))
+    def mean(self, metric: str) -> float | None:
+        values = self.values(metric)
+        return statistics.fmean(values) if values else None
 
     def std(self, metric: str) -> float | None:
         """Sample standard deviation over seeds (n - 1); None for a single run."""
         values = self.values(metric)
         return statistics.stdev(values) if len(values) > 1 else None
 
-    def max(self, metric: str) -> float:
-        return max(self.values(metric))
+    def max(self, metric: str) -> float | None:
+        values = self.values(metric)
+        return max(values) if values else None
 
 
 # ---------------------------------------------------------------- reading runs
@@ -169,8 +178,12 @@ class DatasetCache:
         raise ExpmrcError(f"{run_dir}: predict_file {predict_file} not found (pass --data DEV_SET)")
 
 
-def read_run(run_dir: str, datasets: DatasetCache) -> Run:
-    """Read and score one run directory; problems become the run's status and note, never an exception."""
+def read_run(run_dir: str, datasets: DatasetCache, farm: bool = False) -> Run:
+    """Read and score one run directory; problems become the run's status and note, never an exception.
+
+    Besides the leaderboard's scores, LOCA (the coupling metric of the task) is computed from the
+    predictions; with `farm`, FARM(4) is read from the run's faithfulness.json.
+    """
     run = Run(run_dir=run_dir, status="unfinished")
     info_path = os.path.join(run_dir, RUN_INFO)
     if not os.path.exists(info_path):
@@ -200,7 +213,8 @@ def read_run(run_dir: str, datasets: DatasetCache) -> Run:
     try:
         predictions = load_submission(os.path.join(run_dir, PREDICTIONS))
         dataset = datasets.for_run(run_dir, info.get("predict_file"), set(predictions))
-        report = score(dataset, predictions, os.path.join(run_dir, PREDICTIONS))
+        coupling = [m for m in select(None, dataset) if m.name in LOCA_KEYS]
+        report = score(dataset, predictions, os.path.join(run_dir, PREDICTIONS), coupling)
     except ExpmrcError as exc:
         run.status, run.note = "invalid", str(exc)
         return run
@@ -210,10 +224,40 @@ def read_run(run_dir: str, datasets: DatasetCache) -> Run:
         run.status, run.note = "invalid", f"none of its predictions match a question of {dataset.path}"
         return run
     run.status = "finished"
-    run.scores = {metric: report.mean(metric) for metric in METRICS}
-    if report.skipped:
-        run.note = f"{report.skipped} of {report.total} questions unanswered (scored 0, as the leaderboard does)"
+    run.scores = {metric: report.mean(metric) for metric in SCORES}
+    figures = report.extra_figures()
+    run.scores["loca"] = next((figures[key] for name, key in LOCA_KEYS.items() if key in figures), None)
+    notes = [f"{report.skipped} of {report.total} questions unanswered (scored 0, as the leaderboard does)"] \
+        if report.skipped else []
+    if farm:
+        run.scores[FARM], note = read_farm(run_dir, report.total)
+        notes += [note] if note else []
+    run.note = "; ".join(notes)
     return run
+
+
+def read_farm(run_dir: str, questions: int) -> tuple[float | None, str]:
+    """FARM(4) from RUN_DIR/faithfulness.json, or None and why not."""
+    path = os.path.join(run_dir, FAITHFULNESS)
+    if not os.path.exists(path):
+        return None, f"no {FAITHFULNESS} (run `expmrc faithfulness {run_dir} DEV --output {path}`), so no FARM(4)"
+    try:
+        record = read_json(path, "faithfulness record")
+        farm = {row["k"]: row["farm"] for row in record["farm"]}
+        count = record["questions"]
+    except (ExpmrcError, KeyError, TypeError) as exc:
+        return None, f"{path}: not a faithfulness record ({exc}), so no FARM(4)"
+    if 4 not in farm:
+        return None, f"{path}: has no FARM(4) (written with --max_k below 4)"
+    if count != questions:
+        return None, f"{path}: covers {count} questions, the predictions {questions}, so no FARM(4)"
+    return float(farm[4]), ""
+
+
+def shown_metrics(groups: list[Group]) -> tuple[str, ...]:
+    """The metrics the tables show: the leaderboard's and LOCA, then FARM(4) when it was asked for."""
+    farm = any(FARM in r.scores for g in groups for r in g.runs)
+    return METRICS + ((FARM,) if farm else ())
 
 
 def _settings_problem(info: dict) -> str:
@@ -306,6 +350,10 @@ def _fmt(value: float | None, digits: int = 1) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _cell(value: float | None, metric: str) -> str:
+    return _fmt(value, DIGITS.get(metric, 1))
+
+
 def _lam(value: float) -> str:
     return format(value, "g")
 
@@ -316,19 +364,20 @@ def setting_tables(groups: list[Group]) -> tuple[list[str], list[tuple[str, list
     subsets = [s for s in SUBSETS if any(g.subset == s for g in groups)]
     rows = sorted({(g.model, g.loss_lambda, g.dev_label) for g in groups}, key=lambda r: (names[r[0]], r[1], r[2]))
     by_key = {(g.subset, g.model, g.loss_lambda, g.dev_label): g for g in groups}
-    header = ["Model", "λ"] + [f"{SUBSET_NAMES[s]} {METRIC_LABELS[m]}" for s in subsets for m in METRICS] + ["n"]
+    metrics = shown_metrics(groups)
+    header = ["Model", "λ"] + [f"{SUBSET_NAMES[s]} {METRIC_LABELS[m]}" for s in subsets for m in metrics] + ["n"]
     tables = []
     for title, cell in (
-        ("Maximum over seeds (as in the paper's Table 3)", lambda g, m: _fmt(g.max(m))),
+        ("Maximum over seeds (as in the paper's Table 3)", lambda g, m: _cell(g.max(m), m)),
         ("Mean ± standard deviation over seeds (as in the paper's λ figure)",
-         lambda g, m: _fmt(g.mean(m)) + ("" if g.std(m) is None else f" ± {_fmt(g.std(m))}")),
+         lambda g, m: _cell(g.mean(m), m) + ("" if g.std(m) is None else f" ± {_cell(g.std(m), m)}")),
     ):
         table = []
         for model, lam, dev in rows:
             cells, counts = [names[model] + (f" (dev: {dev})" if dev else ""), _lam(lam)], []
             for subset in subsets:
                 group = by_key.get((subset, model, lam, dev))
-                cells += [cell(group, m) if group else "" for m in METRICS]
+                cells += [cell(group, m) if group else "" for m in metrics]
                 if group:
                     counts.append(len(group.runs))
             cells.append(str(counts[0]) if len(set(counts)) == 1 else "/".join(map(str, counts)))
@@ -337,9 +386,9 @@ def setting_tables(groups: list[Group]) -> tuple[list[str], list[tuple[str, list
     return header, tables
 
 
-def setting_stats(group: Group) -> list[str]:
+def setting_stats(group: Group, metrics: tuple[str, ...] = METRICS) -> list[str]:
     """Mean / std / max of each metric for one setting, three decimals."""
-    return [f"{_fmt(group.mean(m), 3)} / {_fmt(group.std(m), 3)} / {_fmt(group.max(m), 3)}" for m in METRICS]
+    return [f"{_fmt(group.mean(m), 3)} / {_fmt(group.std(m), 3)} / {_fmt(group.max(m), 3)}" for m in metrics]
 
 
 def markdown_report(groups: list[Group], runs: list[Run]) -> str:
@@ -349,7 +398,9 @@ def markdown_report(groups: list[Group], runs: list[Run]) -> str:
     lines = [
         f"# ExpMRC runs: {scored} scored in {len(groups)} settings, {len(runs) - scored} left out",
         "",
-        "Scores ×100 on each run's dev set (`expmrc.scoring.scorer`, leaderboard rules). Each setting is a model "
+        "Scores ×100 on each run's dev set (`expmrc.scoring.scorer`, leaderboard rules). LOCA is the share of "
+        "answers inside their evidence (span subsets; multiple choice: its lexical stand-in, docs/coupling.md); "
+        "FARM(4), when asked for, comes from each run's faithfulness.json. Each setting is a model "
         "and λ over seeds; `n` counts the seeds. Runs scored on another dev file than most runs of their subset "
         "stand in rows of their own, labelled with that file.",
         "",
@@ -359,12 +410,13 @@ def markdown_report(groups: list[Group], runs: list[Run]) -> str:
         lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(cells) + " |" for cells in table]
         lines.append("")
-    lines += ["## Settings", "", "| Subset | Model | λ | Seeds | Answer mean / std / max | "
-              "Evidence mean / std / max | Overall mean / std / max | Dev file (sha256) |",
-              "|---|---|---|---|---|---|---|---|"]
+    metrics = shown_metrics(groups)
+    stats = [f"{METRIC_NAMES[m]} mean / std / max" for m in metrics]
+    lines += ["## Settings", "", "| Subset | Model | λ | Seeds | " + " | ".join(stats) + " | Dev file (sha256) |",
+              "|---|---|---|---|" + "---|" * len(stats) + "---|"]
     for g in groups:
         lines.append(f"| {SUBSET_NAMES[g.subset]} | {names[g.model]} | {_lam(g.loss_lambda)} | "
-                     f"{', '.join(map(str, g.seeds))} | " + " | ".join(setting_stats(g)) +
+                     f"{', '.join(map(str, g.seeds))} | " + " | ".join(setting_stats(g, metrics)) +
                      f" | {Path(g.dev_file).name} ({g.dev_sha256[:12]}) |")
     left_out = [r for r in runs if r.status != "finished"]
     noted = [r for r in runs if r.status == "finished" and r.note]
@@ -383,24 +435,34 @@ def _csv(rows: list[list]) -> str:
 
 def groups_csv(groups: list[Group]) -> str:
     """One row per setting: mean, sample std and max of each metric over seeds."""
+    metrics = shown_metrics(groups)
     header = ["subset", "task", "model", "loss_lambda", "runs", "seeds"]
-    header += [f"{m}_{s}" for m in METRICS for s in ("mean", "std", "max")] + ["dev_file", "dev_sha256"]
+    header += [f"{m}_{s}" for m in metrics for s in ("mean", "std", "max")] + ["dev_file", "dev_sha256"]
     rows: list[list] = [header]
     for g in groups:
         row = [g.subset, g.task, g.model, _lam(g.loss_lambda), len(g.runs), " ".join(map(str, g.seeds))]
-        for m in METRICS:
-            std = g.std(m)
-            row += [f"{g.mean(m):.3f}", "" if std is None else f"{std:.3f}", f"{g.max(m):.3f}"]
+        for m in metrics:
+            row += [_number(g.mean(m)), _number(g.std(m)), _number(g.max(m))]
         rows.append(row + [g.dev_file, g.dev_sha256])
     return _csv(rows)
 
 
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def run_scores(run: Run, metrics: tuple[str, ...]) -> list[str]:
+    """A run's values of `metrics`, three decimals ("" where it has none)."""
+    return [_number((run.scores or {}).get(m)) for m in metrics]
+
+
 def runs_csv(runs: list[Run]) -> str:
     """One row per run directory, scored or not, with the reason when it was left out."""
-    rows: list[list] = [["run_dir", "status", "subset", "task", "model", "loss_lambda", "rand_seed",
-                         "answer", "evidence", "overall", "unanswered", "total", "dev_file", "dev_sha256", "note"]]
+    metrics = METRICS + ((FARM,) if any(FARM in (r.scores or {}) for r in runs) else ())
+    rows: list[list] = [["run_dir", "status", "subset", "task", "model", "loss_lambda", "rand_seed", *metrics,
+                         "unanswered", "total", "dev_file", "dev_sha256", "note"]]
     for r in runs:
-        scores = [f"{r.scores[m]:.3f}" for m in METRICS] if r.scores else ["", "", ""]
+        scores = run_scores(r, metrics)
         rows.append([r.run_dir, r.status, r.subset, r.task, r.model,
                      "" if r.loss_lambda is None else _lam(r.loss_lambda),
                      "" if r.rand_seed is None else r.rand_seed, *scores, r.unanswered, r.total, r.dev_file,
@@ -422,7 +484,7 @@ def lambda_figure(groups: list[Group]) -> Any:
         models = sorted({(g.model, g.dev_label) for g in mine})
         for k, (model, dev) in enumerate(models):
             series = sorted((g for g in mine if (g.model, g.dev_label) == (model, dev)), key=lambda g: g.loss_lambda)
-            for j, metric in enumerate(METRICS):
+            for j, metric in enumerate(SCORES):
                 x = [lambdas.index(g.loss_lambda) + 0.04 * (j - 1) for g in series]  # nudged apart when equal
                 label = metric + (f" ({names[model]}{', dev: ' + dev if dev else ''})" if len(models) > 1 else "")
                 ax.errorbar(x, [g.mean(metric) for g in series], yerr=[g.std(metric) or 0.0 for g in series],
@@ -442,7 +504,6 @@ def plot_lambda(groups: list[Group], path: str) -> None:
     """The λ figure as a PNG at `path`, written atomically."""
     plt = pyplot()
     fig = lambda_figure(groups)
-    tmp = f"{path}.tmp{os.getpid()}.png"
     try:
         with atomic_file(path) as tmp:
             fig.savefig(tmp, dpi=120, format="png")
@@ -486,20 +547,22 @@ def write_html(groups: list[Group], runs: list[Run], datasets: DatasetCache, out
         written.append(page)
     header, tables = setting_tables(groups)
     names = short_model_names(groups)
+    metrics = shown_metrics(groups)
     settings = [{"subset": SUBSET_NAMES[g.subset], "model": names[g.model], "lambda": _lam(g.loss_lambda),
-                 "stats": setting_stats(g),
+                 "stats": setting_stats(g, metrics),
                  "runs": [{"seed": r.rand_seed, "link": links.get(r.run_dir)}
                           for r in sorted(g.runs, key=lambda r: (r.rand_seed is None, r.rand_seed))]}
                 for g in groups]
     rows = [{"run_dir": r.run_dir, "status": r.status, "subset": r.subset, "model": r.model,
              "lambda": "" if r.loss_lambda is None else _lam(r.loss_lambda),
              "seed": "" if r.rand_seed is None else r.rand_seed,
-             "scores": [f"{r.scores[m]:.3f}" for m in METRICS] if r.scores else ["", "", ""],
+             "scores": run_scores(r, metrics),
              "note": r.note, "link": links.get(r.run_dir)} for r in runs]
     scored = sum(len(g.runs) for g in groups)
     index = str(out / OUTPUT_FILES["html"])
     write_page(index, render("collect.html.j2", title=f"ExpMRC runs: {scored} scored in {len(groups)} settings",
                              left_out=len(runs) - scored, header=header, tables=tables, settings=settings, runs=rows,
+                             metrics=[METRIC_NAMES[m] for m in metrics],
                              figure=svg(lambda_figure(groups), "lambda"), css=asset("report.css")))
     return [index] + written
 
@@ -517,14 +580,16 @@ class CollectResult:
 
 
 def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
-            formats: tuple[str, ...] = FORMATS, progress: bool = True, html: bool = False) -> CollectResult:
+            formats: tuple[str, ...] = FORMATS, progress: bool = True, html: bool = False,
+            farm: bool = False) -> CollectResult:
     """Score every run under `paths` and write the requested tables and figure into `output_dir`.
 
-    `html` adds index.html (tables, the λ figure as SVG, every run) and a report page per scored run.
+    `html` adds index.html (tables, the λ figure as SVG, every run) and a report page per scored run;
+    `farm` adds FARM(4) columns from each run's faithfulness.json.
     """
     datasets = DatasetCache(data)
     run_dirs = find_run_dirs(paths, ignore=output_dir)
-    runs = [read_run(d, datasets) for d in tqdm(run_dirs, desc="scoring runs", unit="run", disable=not progress)]
+    runs = [read_run(d, datasets, farm) for d in tqdm(run_dirs, desc="scoring runs", unit="run", disable=not progress)]
     groups = group_runs(runs)
     if not groups:
         reasons = "; ".join(f"{r.run_dir}: {r.note}" for r in runs[:3])

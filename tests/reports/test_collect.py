@@ -92,6 +92,29 @@ def read_csv(path: Path) -> list[dict]:
     return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
 
 
+def test_farm_columns_come_from_each_runs_faithfulness_record(tmp_path, capsys):
+    squad = span_dataset(tmp_path)
+    for seed, farm4 in ((1, 0.5), (2, 0.25), (3, None)):
+        run = tmp_path / "runs" / f"seed_{seed}"
+        make_run(run, squad, "span", 0.1, seed, span_predictions([1, 1, 1, 1], [1, 1, 1, 1]))
+        if farm4 is not None:
+            farm = [{"k": k, "farm": farm4 if k == 4 else 0.0, "c_rel": 0.0, "c_irr": 0.0} for k in (1, 2, 3, 4)]
+            write_json(run / "faithfulness.json", {"questions": 4, "farm": farm})
+    out = tmp_path / "results"
+    assert cli_main(["collect", str(tmp_path / "runs"), "--output-dir", str(out), "--quiet", "--farm",
+                     "--format", "md,csv"]) == 0
+    setting = read_csv(out / "table3.csv")[0]
+    assert (setting["farm4_mean"], setting["farm4_max"], setting["loca_mean"]) == ("0.375", "0.500", "100.000")
+    runs = {Path(r["run_dir"]).name: r for r in read_csv(out / "runs.csv")}
+    assert (runs["seed_1"]["farm4"], runs["seed_3"]["farm4"]) == ("0.500", "")
+    assert "no faithfulness.json" in runs["seed_3"]["note"] and runs["seed_3"]["status"] == "finished"
+    markdown = (out / "table3.md").read_text(encoding="utf-8")
+    assert "| SQuAD FARM(4) |" in markdown and "| 0.500 |" in markdown
+    assert cli_main(["collect", str(tmp_path / "runs"), "--output-dir", str(tmp_path / "plain"), "--quiet",
+                     "--format", "csv"]) == 0
+    assert "farm4_mean" not in read_csv(tmp_path / "plain" / "table3.csv")[0]
+
+
 def test_collect_writes_table_csv_and_figure_with_the_right_numbers(tmp_path, capsys):
     sweep = build_sweep(tmp_path)
     out = tmp_path / "results"
@@ -116,6 +139,13 @@ def test_collect_writes_table_csv_and_figure_with_the_right_numbers(tmp_path, ca
     race = settings[("race", "0.1")]
     assert (race["task"], race["answer_mean"], race["evidence_mean"], race["overall_mean"]) == (
         "choice", "50.000", "100.000", "50.000")
+    # LOCA = I / (A + O). Seed 1 of λ 0.01: q1, q2 inside, q3 outside, q4's answer not in the passage
+    # (not counted): 2 / (3 + 1). Seed 2: q1 inside, q2-q4 outside: 1 / (4 + 3).
+    assert (low["loca_mean"], low["loca_max"]) == (f"{(50 + 100 / 7) / 2:.3f}", "50.000")
+    assert (high["loca_mean"], half["loca_mean"]) == ("100.000", "100.000")  # only inside answers are counted
+    # RACE+: the lexical stand-in. p1-0's evidence is the sentence most like its option "blue", p1-1's is not.
+    assert race["loca_mean"] == "50.000"
+    assert "farm4_mean" not in race  # FARM(4) only when asked for
 
     runs = {Path(r["run_dir"]).relative_to(sweep).as_posix(): r for r in read_csv(out / "runs.csv")}
     assert len(runs) == 10
@@ -126,9 +156,9 @@ def test_collect_writes_table_csv_and_figure_with_the_right_numbers(tmp_path, ca
     assert runs["squad/lambda_0.5/seed_1"]["unanswered"] == "1"
 
     markdown = (out / "table3.md").read_text(encoding="utf-8")
-    assert "| tiny-bert | 0.01 | 100.0 | 50.0 | 50.0 |  |  |  | 2 |" in markdown  # max over seeds
-    assert "| tiny-bert | 0.01 | 87.5 ± 17.7 | 37.5 ± 17.7 | 37.5 ± 17.7 |" in markdown
-    assert "| tiny-bert | 0.1 | 25.0 | 100.0 | 25.0 | 50.0 | 100.0 | 50.0 | 2/1 |" in markdown
+    assert "| tiny-bert | 0.01 | 100.0 | 50.0 | 50.0 | 50.0 |  |  |  |  | 2 |" in markdown  # max over seeds
+    assert "| tiny-bert | 0.01 | 87.5 ± 17.7 | 37.5 ± 17.7 | 37.5 ± 17.7 | 32.1 ± 25.3 |" in markdown
+    assert "| tiny-bert | 0.1 | 25.0 | 100.0 | 25.0 | 100.0 | 50.0 | 100.0 | 50.0 | 50.0 | 2/1 |" in markdown
     assert "seed_2` (failed): failed: CUDA out of memory" in markdown
     assert markdown.count("\n- `") == 5  # four runs left out, one note about the unanswered question
 
@@ -161,7 +191,7 @@ def test_missing_dev_set_leaves_the_run_out_with_the_reason(tmp_path, capsys):
     assert cli_main(["collect", str(runs), "--output-dir", str(tmp_path / "out"), "--format", "md"]) == 0
     captured = capsys.readouterr()
     assert "predict_file /nowhere/dev.json not found (pass --data DEV_SET)" in captured.err
-    assert "| tiny-bert | 0.01 | 100.0 | 100.0 | 100.0 | 1 |" in captured.out
+    assert "| tiny-bert | 0.01 | 100.0 | 100.0 | 100.0 | 100.0 | 1 |" in captured.out
 
 
 def test_nothing_scorable_is_one_line_and_writes_nothing(tmp_path, capsys):
