@@ -32,7 +32,7 @@ def test_chinese_row_layout_and_evidence_positions(tok):
     cls, sep = tok.cls_token_id, tok.sep_token_id
     assert rows(table, 0) == [[cls] + p_ids + [sep] + q_ids + ids(tok, ["上"]) + [sep],
                               [cls] + p_ids + [sep] + q_ids + ids(tok, ["不", "对"]) + [sep]]
-    assert WindowDataset(table, True, 0).batch([0])["token_type_ids"][0, 1].tolist() == [0] * 14 + [1] * 8
+    assert WindowDataset(table, True, 0, pad_multiple=1).batch([0])["token_type_ids"][0, 1].tolist() == [0] * 14 + [1] * 8
     assert table.labels[0] == 0 and table.passage_pos[0] == 1 and table.null_pos[0] == 0
     # "它很好。" is characters 8..11, passage tokens 8..11, row positions 9..12
     assert (table.evidence_start[0], table.evidence_end[0]) == (9, 12)
@@ -143,6 +143,9 @@ def test_batches_pad_options_and_mask_them(tok):
     table, _ = build_choice_features(qs, tok, 64, 128, 128, is_training=True)
     batch = WindowDataset(table, True, tok.pad_token_id).batch([0, 1])
     longest = max(len(r) for w in range(2) for r in rows(table, w))
+    assert batch["input_ids"].shape == (2, 4, -(-longest // 8) * 8)  # padded to a multiple of 8
+    assert WindowDataset(table, True, tok.pad_token_id, max_length=longest).batch([0, 1])["input_ids"].shape[2] == longest
+    batch = WindowDataset(table, True, tok.pad_token_id, pad_multiple=1).batch([0, 1])
     assert batch["input_ids"].shape == (2, 4, longest)
     assert batch["option_mask"].tolist() == [[1, 1, 0, 0], [1, 1, 1, 1]]
     assert batch["attention_mask"][0, 2].sum() == 1  # a padded option attends to its first position only
