@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import torch
+from helpers.span_data import make_span_file
 
+from expmrc.cli import run_guarded
 from expmrc.errors import ExpmrcError
+from expmrc.training.span_task import run_span
 from expmrc.training.baseline import train_config
 from expmrc.training.flags import build_parser, check_flags
 
@@ -79,3 +83,25 @@ def test_float_flags_must_be_finite_and_in_range_before_any_work(flag, value, me
     args = parse("span", "--do_train=True", "--train_file=t.json", f"{flag}={value}")
     with pytest.raises(ExpmrcError, match=message.replace("[", r"\[").replace(")", r"\)").replace("+", r"\+")):
         check_flags(args)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="fp16 is refused only where there is no GPU")
+def test_fp16_on_cpu_is_one_line_and_exit_2_before_any_work(tmp_path, capsys):
+    data = make_span_file(tmp_path / "d.json", 2, seed=1)
+    argv = ["--do_predict=True", f"--predict_file={data}", f"--output_dir={tmp_path / 'out'}",
+            "--model_name_or_path=missing-model", "--mixed_precision", "fp16"]
+    assert run_guarded(run_span, argv) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        "error: --mixed_precision fp16 needs a GPU; on CPU use no (FP32, what auto gives) or bf16"
+
+
+def test_speed_and_memory_flags_reach_the_train_config():
+    assert parse("span").mixed_precision == "auto" and parse("span").group_by_length is True
+    args = parse("choice", "--tf32", "False", "--group_by_length=False", "--per_device_micro_batch=4",
+                 "--torch_compile", "--cache_dir=/tmp/c", "--keep_final_checkpoints=True")
+    config = train_config(args)
+    assert (config.tf32, config.group_by_length, config.per_device_micro_batch, config.torch_compile) == \
+        (False, False, 4, True)
+    assert (args.cache_dir, args.keep_final_checkpoints) == ("/tmp/c", True)
+    with pytest.raises(ExpmrcError, match="--per_device_micro_batch must be 0"):
+        check_flags(parse("span", "--do_predict", "--predict_file=d", "--per_device_micro_batch=-1"))
