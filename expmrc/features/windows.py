@@ -332,9 +332,9 @@ class TableBuilder:
 
 class WindowDataset:
     """A FeatureTable as the model's batches: `batch(windows)` pads rows to the longest, rounded up to a
-    multiple of `pad_multiple` (tensor-core friendly shapes; at most `max_length`), and adds masks."""
+    multiple of `pad_multiple` (8 gives tensor-core friendly shapes on GPUs; at most `max_length`), and adds masks."""
 
-    def __init__(self, table: FeatureTable, with_labels: bool, pad_id: int, pad_multiple: int = 8,
+    def __init__(self, table: FeatureTable, with_labels: bool, pad_id: int, pad_multiple: int = 1,
                  max_length: int | None = None) -> None:
         self.table = table
         self.with_labels = with_labels

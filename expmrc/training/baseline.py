@@ -191,7 +191,8 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
             if not record:
                 logger.warning(f"warning: {source.name} is not a fine-tuned {task.kind} model (train first, or point "
                                "--model_name_or_path at a fine-tuned folder): predictions will be meaningless")
-        pad_multiple = 64 if args.torch_compile else 8  # fewer shapes to compile
+        # tensor-core shapes on GPUs, fewer shapes to compile; on CPU padding buys nothing
+        pad_multiple = 64 if args.torch_compile else 8 if accelerator.device.type == "cuda" else 1
         if train_set is not None:
             table, train_report, key = features(task, args, train_set, tokenizer, token_types, True,
                                                 args.train_tfrecord, accelerator)
@@ -208,7 +209,7 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
                 info["global_step"] = result.global_step
                 if result.micro_batch:
                     info["per_device_micro_batch"] = result.micro_batch
-                model = accelerator.unwrap_model(model)
+                model = accelerator.unwrap_model(model, keep_torch_compile=False)
                 if main:
                     save_model(model, tokenizer, trained,
                                {"task": task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,

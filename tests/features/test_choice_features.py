@@ -32,7 +32,7 @@ def test_chinese_row_layout_and_evidence_positions(tok):
     cls, sep = tok.cls_token_id, tok.sep_token_id
     assert rows(table, 0) == [[cls] + p_ids + [sep] + q_ids + ids(tok, ["上"]) + [sep],
                               [cls] + p_ids + [sep] + q_ids + ids(tok, ["不", "对"]) + [sep]]
-    assert WindowDataset(table, True, 0, pad_multiple=1).batch([0])["token_type_ids"][0, 1].tolist() == [0] * 14 + [1] * 8
+    assert WindowDataset(table, True, 0).batch([0])["token_type_ids"][0, 1].tolist() == [0] * 14 + [1] * 8
     assert table.labels[0] == 0 and table.passage_pos[0] == 1 and table.null_pos[0] == 0
     # "它很好。" is characters 8..11, passage tokens 8..11, row positions 9..12
     assert (table.evidence_start[0], table.evidence_end[0]) == (9, 12)
@@ -141,11 +141,11 @@ def test_batches_pad_options_and_mask_them(tok):
     qs = [question("p9-0", "我们的猫坐在上。", "猫在哪里？", ["上", "不"], "B", evidences=["猫坐在"]),
           question("p9-1", "它很好吗？它很好。", "什么很好？", ["它", "我们", "猫", "的"], "D", evidences=["它很好。"])]
     table, _ = build_choice_features(qs, tok, 64, 128, 128, is_training=True)
-    batch = WindowDataset(table, True, tok.pad_token_id).batch([0, 1])
     longest = max(len(r) for w in range(2) for r in rows(table, w))
-    assert batch["input_ids"].shape == (2, 4, -(-longest // 8) * 8)  # padded to a multiple of 8
-    assert WindowDataset(table, True, tok.pad_token_id, max_length=longest).batch([0, 1])["input_ids"].shape[2] == longest
-    batch = WindowDataset(table, True, tok.pad_token_id, pad_multiple=1).batch([0, 1])
+    batch = WindowDataset(table, True, tok.pad_token_id, pad_multiple=8).batch([0, 1])
+    assert batch["input_ids"].shape == (2, 4, -(-longest // 8) * 8)  # padded to a multiple of 8 (GPUs)
+    assert WindowDataset(table, True, tok.pad_token_id, 8, max_length=longest).batch([0, 1])["input_ids"].shape[2] == longest
+    batch = WindowDataset(table, True, tok.pad_token_id).batch([0, 1])
     assert batch["input_ids"].shape == (2, 4, longest)
     assert batch["option_mask"].tolist() == [[1, 1, 0, 0], [1, 1, 1, 1]]
     assert batch["attention_mask"][0, 2].sum() == 1  # a padded option attends to its first position only

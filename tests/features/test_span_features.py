@@ -50,7 +50,7 @@ def test_windows_step_by_doc_stride_and_cover_the_passage():
     assert int(table.passage(3)[0][-1][1]) == len(LETTERS) and report.windows == 4
     assert window_starts(20, 8, 4) == [0, 4, 8, 12] and window_starts(8, 8, 4) == [0]
     assert table.row_ids(0)[0] == tokenizer().cls_token_id and table.passage_pos[0] == 4 and table.null_pos[0] == 0
-    batch = WindowDataset(table, True, 0, pad_multiple=1).batch([0])
+    batch = WindowDataset(table, True, 0).batch([0])
     assert batch["token_type_ids"][0].tolist() == [0] * 4 + [1] * 9
     assert batch["passage_mask"][0].tolist() == [1, 0, 0, 0] + [1] * 8 + [0]
 
@@ -188,8 +188,8 @@ def test_prediction_needs_no_answers_and_an_empty_passage_still_gets_a_window():
 
 def test_batches_pad_with_an_attention_mask_and_count_unknown_tokens():
     table, report = build([question("a b c", "b"), question(LETTERS, "c"), question("a ☃ c", "c")], max_seq_length=64)
-    assert WindowDataset(table, True, pad_id=0).batch([0, 1])["input_ids"].shape == (2, 32)  # a multiple of 8
-    batch = WindowDataset(table, True, pad_id=0, pad_multiple=1).batch([0, 1])
+    assert WindowDataset(table, True, pad_id=0, pad_multiple=8).batch([0, 1])["input_ids"].shape == (2, 32)
+    batch = WindowDataset(table, True, pad_id=0).batch([0, 1])
     assert batch["input_ids"].shape == (2, 25) and batch["input_ids"].dtype == torch.long
     assert batch["attention_mask"][0].tolist() == [1] * 8 + [0] * 17
     assert batch["start_positions"].tolist() == [5, 6]
