@@ -70,7 +70,7 @@ run_subset() {
     "--rand_seed=${SEED:-12345}"
     "--save_checkpoints_steps=${SAVE_CHECKPOINTS_STEPS:-1000}"
     "--gradient_accumulation_steps=${GRADIENT_ACCUMULATION_STEPS:-$accumulation}"
-    "--mixed_precision=${MIXED_PRECISION:-no}"
+    "--mixed_precision=${MIXED_PRECISION:-auto}"
     "--do_lower_case=${DO_LOWER_CASE:-$default_lower}"
     "--output_dir=$MODEL_PATH"
     "--use_tpu=${USE_TPU:-False}"

@@ -15,6 +15,9 @@
 # Everything run_<SUBSET>.sh reads passes through: PLM_PATH, DATA_PATH, SIZE, TRAIN_FILE, PREDICT_FILE,
 # EXTRA_ARGS (e.g. "--max_steps 4" for a smoke sweep), LAUNCH, MIXED_PRECISION, ... DRY_RUN=1 prints
 # the commands. A failed run does not stop the sweep; the script exits 1 at the end if any failed.
+# GPUS         "0 1 2 3": independent runs side by side, one per GPU (each run with CUDA_VISIBLE_DEVICES
+#              set to its GPU, its output in RUN_DIR/sweep.log); default CUDA_VISIBLE_DEVICES, else every GPU
+#              nvidia-smi lists. GPUS="" runs one at a time. See docs/training.md for when one multi-GPU run is better.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/_common.sh"
@@ -32,20 +35,77 @@ finished() {  # finished RUN_DIR: its run_info.json says "finished"
 sys.exit(json.load(open(sys.argv[1], encoding="utf-8")).get("status") != "finished")' "$1/run_info.json" 2>/dev/null
 }
 
-failed=()
+# GPUS: one run at a time per listed GPU (CUDA_VISIBLE_DEVICES set to it); default: CUDA_VISIBLE_DEVICES,
+# else every GPU nvidia-smi lists, else none (one run at a time on whatever device there is).
+# Under a multi-GPU launcher (LAUNCH set, e.g. by launch_multi_gpu.sh) each run uses every GPU: one at a time.
+if [ -z "${GPUS+x}" ] && [ -n "${LAUNCH:-}" ]; then GPUS=""; fi
+if [ -z "${GPUS+x}" ]; then
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then GPUS="${CUDA_VISIBLE_DEVICES//,/ }"
+  else GPUS="$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr '\n' ' ' || true)"; fi
+fi
+read -r -a gpus <<< "$GPUS"
+
+pending=()
 for lambda in $LAMBDAS; do
   for seed in $SEEDS; do
     run_dir="$OUTPUT_ROOT/lambda_$lambda/seed_$seed"
     if finished "$run_dir"; then
       echo "skip $run_dir: finished" >&2
-      continue
-    fi
-    if ! MODEL_PATH="$run_dir" LAMBDA="$lambda" SEED="$seed" bash "$HERE/run_$SUBSET.sh"; then
-      echo "run failed: $run_dir (the sweep goes on; rerun the same command to retry it)" >&2
-      failed+=("$run_dir")
+    else
+      pending+=("$lambda $seed")
     fi
   done
 done
+
+state="$(mktemp -d)"
+trap 'rm -rf "$state"' EXIT
+echo 0 > "$state/next"
+: > "$state/failed"
+parallel=0
+if [ "${#gpus[@]}" -gt 1 ] && [ "${DRY_RUN:-0}" != 1 ]; then parallel=1; fi
+
+run_one() {  # run_one LAMBDA SEED [GPU]: one run (resuming it if unfinished); a failure is recorded, not fatal
+  local lambda=$1 seed=$2 gpu=${3:-} run_dir="$OUTPUT_ROOT/lambda_$1/seed_$2" status=0
+  if [ -n "$gpu" ]; then echo "run $run_dir on GPU $gpu" >&2; fi
+  if [ "$parallel" = 1 ]; then  # side by side: each run's output goes to its own log
+    mkdir -p "$run_dir"
+    CUDA_VISIBLE_DEVICES="$gpu" MODEL_PATH="$run_dir" LAMBDA="$lambda" SEED="$seed" \
+      bash "$HERE/run_$SUBSET.sh" >> "$run_dir/sweep.log" 2>&1 || status=$?
+  elif [ -n "$gpu" ]; then
+    CUDA_VISIBLE_DEVICES="$gpu" MODEL_PATH="$run_dir" LAMBDA="$lambda" SEED="$seed" bash "$HERE/run_$SUBSET.sh" || status=$?
+  else
+    MODEL_PATH="$run_dir" LAMBDA="$lambda" SEED="$seed" bash "$HERE/run_$SUBSET.sh" || status=$?
+  fi
+  if [ "$status" != 0 ]; then
+    echo "run failed: $run_dir (the sweep goes on; rerun the same command to retry it)" >&2
+    echo "$run_dir" >> "$state/failed"
+  fi
+}
+
+next_job() {  # the index of the next pending run, shared by the GPU workers through a locked counter
+  ( flock 9; n="$(cat "$state/next")"; echo $((n + 1)) > "$state/next"; echo "$n" ) 9> "$state/lock"
+}
+
+worker() {  # worker GPU: take runs from the queue until none is left
+  local n
+  while n="$(next_job)" && [ "$n" -lt "${#pending[@]}" ]; do
+    # shellcheck disable=SC2086  # "LAMBDA SEED"
+    run_one ${pending[$n]} "$1"
+  done
+}
+
+if [ "$parallel" = 1 ]; then
+  for gpu in "${gpus[@]}"; do worker "$gpu" & done
+  wait
+else
+  for i in "${!pending[@]}"; do
+    gpu=""
+    if [ "${#gpus[@]}" -gt 0 ]; then gpu="${gpus[$((i % ${#gpus[@]}))]}"; fi
+    # shellcheck disable=SC2086
+    run_one ${pending[$i]} "$gpu"
+  done
+fi
+mapfile -t failed < "$state/failed"
 if [ "${COLLECT:-1}" = 1 ]; then
   run_command "$PYTHON" -m expmrc.cli collect "$OUTPUT_ROOT" --output-dir "$OUTPUT_ROOT/results"
 fi

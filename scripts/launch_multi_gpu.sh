@@ -26,7 +26,10 @@ machines="${NUM_MACHINES:-1}"
 case "${LAUNCHER:-accelerate}" in
   accelerate)
     launch="$PYTHON -m accelerate.commands.launch --num_processes $((NUM_GPUS * machines)) --num_machines $machines"
-    launch+=" --mixed_precision ${MIXED_PRECISION:-no}"
+    case "${MIXED_PRECISION:-auto}" in  # auto: the training script resolves it (bf16 on GPUs with bf16)
+      auto) ;;
+      *) launch+=" --mixed_precision $MIXED_PRECISION" ;;
+    esac
     if [ $((NUM_GPUS * machines)) -gt 1 ]; then launch+=" --multi_gpu"; fi
     if [ "$machines" -gt 1 ]; then
       require MAIN_ADDR

@@ -21,7 +21,10 @@ shift
 [ -f "$script" ] || die "$script: no such script"
 export PJRT_DEVICE="${PJRT_DEVICE:-TPU}" USE_TPU=True
 launch="$PYTHON -m accelerate.commands.launch --tpu --main_training_function main"
-launch+=" --mixed_precision ${MIXED_PRECISION:-no}"
+case "${MIXED_PRECISION:-auto}" in  # auto: the training script resolves it (bf16 on TPUs)
+  auto) ;;
+  *) launch+=" --mixed_precision $MIXED_PRECISION" ;;
+esac
 if [ -n "${TPU_NUM_PROCESSES:-}" ]; then
   echo "note: TPU_NUM_PROCESSES is not used: the TPU launcher runs one process per TPU chip" >&2
 fi

@@ -17,7 +17,7 @@
 # Optional:   SEED (12345), DO_LOWER_CASE (False; True for an uncased model), TRAIN_BATCH_SIZE (32, total
 #             over all devices), PREDICT_BATCH_SIZE, NUM_TRAIN_EPOCHS, MAX_SEQ_LENGTH, DOC_STRIDE, MAX_QUERY_LENGTH (64),
 #             MAX_ANSWER_LENGTH, LEARNING_RATE, SAVE_CHECKPOINTS_STEPS, GRADIENT_ACCUMULATION_STEPS,
-#             MIXED_PRECISION (no|fp16|bf16), USE_TPU, EXTRA_ARGS (more flags, appended last),
+#             MIXED_PRECISION (auto|no|fp16|bf16; auto: bf16 on GPUs and TPUs, FP32 on CPU), USE_TPU, EXTRA_ARGS (more flags, appended last),
 #             LAUNCH (the launcher, default the project's python; see launch_multi_gpu.sh),
 #             DRY_RUN=1 prints the command instead of running it.
 set -euo pipefail

@@ -3,8 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 
 import pytest
+
+
+def pytest_configure(config):
+    """Feature caches of the tests (and of the scripts they run) go to a private folder, never the user's cache."""
+    config._expmrc_cache = tempfile.mkdtemp(prefix="expmrc-test-cache-")
+    os.environ["EXPMRC_CACHE"] = config._expmrc_cache
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(getattr(config, "_expmrc_cache", ""), ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,9 +1,13 @@
-"""Feature caches (the original `--train_tfrecord`/`--predict_tfrecord` paths): built once, reused while valid.
+"""Feature caches: built once, shared by every run on the machine, reused while valid.
 
 A cache file holds a `FeatureTable`'s flat arrays (safetensors) with its task, its feature report and
 its key: a hash of the tokenizer (its whole serialized pipeline), the feature settings and the
-SHA-256 of the data file. When any of them changes the key no longer matches, and the features are
-rebuilt and the file replaced atomically. The main process builds; the others wait for it and read.
+SHA-256 of the data file. Caches live in one folder shared by runs (`default_cache_dir`: $EXPMRC_CACHE,
+else $XDG_CACHE_HOME/expmrc/features, else ~/.cache/expmrc/features), named by their key, so the runs
+of a sweep tokenize each file once; the original `--train_tfrecord`/`--predict_tfrecord` paths still
+name a file of their own. A file whose key no longer matches is rebuilt and replaced atomically. One
+process builds under a lock file (`flock`) while every other run or process wanting the same file
+waits, then reads what it wrote.
 """
 
 from __future__ import annotations
@@ -12,7 +16,14 @@ import hashlib
 import json
 import logging
 import os
-from typing import Any, Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no cross-run lock (a rare double build, still atomic)
+    fcntl = None  # type: ignore[assignment]
 
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import load_file, save_file
@@ -23,6 +34,39 @@ from expmrc.features.windows import FeatureReport, FeatureTable
 
 logger = logging.getLogger(__name__)
 CACHE_FORMAT = 2
+
+
+def default_cache_dir() -> Path:
+    """The feature cache folder runs share: $EXPMRC_CACHE, else $XDG_CACHE_HOME/expmrc/features, else ~/.cache/..."""
+    if os.environ.get("EXPMRC_CACHE"):
+        return Path(os.environ["EXPMRC_CACHE"])
+    base = Path(os.environ["XDG_CACHE_HOME"]) if os.environ.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "expmrc" / "features"
+
+
+def shared_cache_path(cache_dir: str | None, key: str, name: str) -> str:
+    """The file in the shared cache folder (`cache_dir`, else the default) for features with this key."""
+    return str(Path(cache_dir) if cache_dir else default_cache_dir()) + f"/{name}-{key}.safetensors"
+
+
+@contextmanager
+def file_lock(path: str) -> Iterator[None]:
+    """Hold an exclusive lock on `.NAME.lock` beside `path` (waiting for any other holder) while inside."""
+    target = Path(path)
+    lock = target.with_name(f".{target.name}.lock")
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock, "a")
+    except OSError as exc:
+        raise ExpmrcError(f"{lock}: cannot create the feature cache lock ({exc.strerror})") from None
+    with handle:
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def file_sha256(path: str) -> str:
@@ -79,13 +123,19 @@ def write_cache(path: str, key: str, table: FeatureTable, report: FeatureReport)
 
 def cached_features(path: str, key: str, build: Callable[[], tuple[FeatureTable, FeatureReport]],
                     accelerator: Any = None) -> tuple[FeatureTable, FeatureReport]:
-    """`build()`'s features, from `path` when its key matches; the main process builds and writes."""
-    is_main = accelerator is None or accelerator.is_main_process
+    """`build()`'s features, from `path` when its key matches. Each machine's main process reads or, holding
+    the file's lock, builds and writes; its other processes wait for it and read."""
+    is_main = accelerator is None or accelerator.is_local_main_process
     found = read_cache(path, key) if is_main else None
     if is_main and found is None:
-        found = build()
-        write_cache(path, key, *found)
-        logger.info(f"features built and cached in {path}")
+        with file_lock(path):
+            found = read_cache(path, key)  # another run may have written it while this one waited
+            if found is None:
+                found = build()
+                write_cache(path, key, *found)
+                logger.info(f"features built and cached in {path}")
+            else:
+                logger.info(f"features reused from {path}")
     elif is_main:
         logger.info(f"features reused from {path}")
     if accelerator is not None:

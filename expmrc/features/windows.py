@@ -331,15 +331,36 @@ class TableBuilder:
 
 
 class WindowDataset:
-    """A FeatureTable as the model's batches: `batch(windows)` pads rows to the longest and adds masks."""
+    """A FeatureTable as the model's batches: `batch(windows)` pads rows to the longest, rounded up to a
+    multiple of `pad_multiple` (8 gives tensor-core friendly shapes on GPUs; at most `max_length`), and adds masks."""
 
-    def __init__(self, table: FeatureTable, with_labels: bool, pad_id: int) -> None:
+    def __init__(self, table: FeatureTable, with_labels: bool, pad_id: int, pad_multiple: int = 1,
+                 max_length: int | None = None) -> None:
         self.table = table
         self.with_labels = with_labels
         self.pad_id = pad_id
+        self.pad_multiple = max(1, pad_multiple)
+        self.max_length = max_length
+        self._lengths: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.table)
+
+    def lengths(self) -> np.ndarray:
+        """Each window's longest row in tokens: what length grouping and sorted prediction order by."""
+        if self._lengths is None:
+            self._lengths = self.table.lengths()
+        return self._lengths
+
+    def batch_shape(self, windows: Sequence[int]) -> tuple[int, int, int]:
+        """(windows, rows per window, tokens per row) of the padded batch of these windows."""
+        t = self.table
+        width = max(int(t.window_ptr[w + 1] - t.window_ptr[w]) for w in windows)
+        longest = max(int(self.lengths()[w]) for w in windows)
+        length = -(-longest // self.pad_multiple) * self.pad_multiple
+        if self.max_length is not None:
+            length = max(longest, min(length, self.max_length))
+        return len(windows), width, length
 
     def batch(self, windows: Sequence[int]) -> dict[str, torch.Tensor]:
         """The padded tensors of these windows: [batch, length] for span extraction, [batch, options,
@@ -347,9 +368,8 @@ class WindowDataset:
         passage tokens: where evidence and answer spans may point) and, for choice, `option_mask`."""
         t = self.table
         rows = [list(t.rows(w)) for w in windows]
-        width = max(len(r) for r in rows)
-        length = max(int(t.row_ptr[r + 1] - t.row_ptr[r]) for group in rows for r in group)
-        shape = (len(windows), width, length)
+        shape = self.batch_shape(windows)
+        width, length = shape[1], shape[2]
         input_ids = np.full(shape, self.pad_id, dtype=np.int64)
         attention = np.zeros(shape, dtype=np.int64)
         types = np.zeros(shape, dtype=np.int64) if "token_type_ids" in t.arrays else None

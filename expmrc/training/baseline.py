@@ -12,7 +12,10 @@ directory's latest checkpoint. What differs between the tasks is a `BaselineTask
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import logging
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +26,14 @@ from expmrc.data.io import atomic_directory, check_output_path
 from expmrc.data.submissions import PREDICTIONS_FILE, write_predictions
 from expmrc.decoding.predictions import decode_predictions
 from expmrc.errors import ExpmrcError
-from expmrc.features.cache import cache_key, cached_features
+from expmrc.features.cache import cache_key, cached_features, shared_cache_path
 from expmrc.features.windows import FeatureReport, FeatureTable, WindowDataset, uses_token_types
 from expmrc.models.backbones import ModelSource, load_task_model, resolve_source
 from expmrc.scoring.scorer import score
 from expmrc.training.flags import check_flags, flag_values, ignored_flags
-from expmrc.training.loop import TrainConfig, checkpoint_steps, make_accelerator, predict, train
-from expmrc.training.rundir import CACHE_DIR, MODEL_DIR, recorded_run
+from expmrc.training.loop import (TrainConfig, checkpoint_steps, make_accelerator, precision_record, predict,
+                                  train)
+from expmrc.training.rundir import CHECKPOINT_DIR, MODEL_DIR, recorded_run
 
 logger = logging.getLogger("expmrc")
 
@@ -56,7 +60,30 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         warmup_proportion=args.warmup_proportion, weight_decay=args.weight_decay,
         gradient_accumulation_steps=args.gradient_accumulation_steps, mixed_precision=args.mixed_precision,
         seed=args.rand_seed, save_checkpoints_steps=args.save_checkpoints_steps, logging_steps=args.logging_steps,
-        keep_checkpoints=args.keep_checkpoints)
+        keep_checkpoints=args.keep_checkpoints, tf32=args.tf32, group_by_length=args.group_by_length,
+        per_device_micro_batch=args.per_device_micro_batch, torch_compile=args.torch_compile)
+
+
+# flags that change neither the training features nor the trained weights
+NOT_TRAINING = {"do_predict", "predict_file", "predict_tfrecord", "predict_batch_size", "n_best_size",
+                "max_answer_length", "max_evidence_length", "output_dir", "keep_checkpoints", "keep_final_checkpoints",
+                "logging_steps", "save_checkpoints_steps", "cache_dir", "train_tfrecord", "per_device_micro_batch",
+                "tpu_name", "tpu_zone"}
+
+
+def training_signature(args: argparse.Namespace, features_key: str) -> str:
+    """A hash of what fixes the trained weights: the training features' cache key and every training flag."""
+    flags = {k: v for k, v in flag_values(args).items() if k not in NOT_TRAINING}
+    return hashlib.sha256(json.dumps([features_key, flags], sort_keys=True, default=str).encode()).hexdigest()
+
+
+def already_trained(trained: Path, signature: str) -> bool:
+    """Whether OUTPUT_DIR/model is the finished result of training with this signature (a rerun of a finished run)."""
+    try:
+        config = json.loads((trained / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config.get("expmrc"), dict) and config["expmrc"].get("training_signature") == signature
 
 
 COUPLING_KEYS = ("coupling_loss", "coupling_c")
@@ -90,6 +117,8 @@ def check_outputs(args: argparse.Namespace) -> Path:
     for cache in (args.train_tfrecord, args.predict_tfrecord):
         if cache:
             check_output_path(cache, "file", [args.train_file or "", args.predict_file or ""])
+    if args.cache_dir:
+        check_output_path(args.cache_dir, "dir")
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -106,8 +135,10 @@ def model_source(args: argparse.Namespace, trained: Path) -> ModelSource:
 
 
 def features(task: BaselineTask, args: argparse.Namespace, dataset: Dataset, tokenizer: Any, token_types: bool,
-             is_training: bool, cache_path: str, accelerator: Any) -> tuple[FeatureTable, FeatureReport]:
-    """The dataset's windows, from the feature cache while it is valid; an input error names the file."""
+             is_training: bool, cache_path: str | None,
+             accelerator: Any) -> tuple[FeatureTable, FeatureReport, str]:
+    """The dataset's windows and their cache key, from the feature cache while it is valid (`cache_path`, else
+    the shared cache folder); an input error names the file."""
     def build() -> tuple[FeatureTable, FeatureReport]:
         try:
             return task.features(dataset.questions, tokenizer, args, is_training, token_types,
@@ -116,12 +147,14 @@ def features(task: BaselineTask, args: argparse.Namespace, dataset: Dataset, tok
             raise ExpmrcError(f"{dataset.path}: {exc}") from None
 
     settings = {"task": task.kind, "is_training": is_training, "token_types": token_types, **task.settings(args)}
-    table, report = cached_features(cache_path, cache_key(tokenizer, settings, dataset.path), build, accelerator)
+    key = cache_key(tokenizer, settings, dataset.path)
+    path = cache_path or shared_cache_path(args.cache_dir, key, "train" if is_training else "predict")
+    table, report = cached_features(path, key, build, accelerator)
     logger.info(f"{dataset.path}: {report.summary()}")
     if report.unknown_share > 0.05:
         logger.warning(f"warning: {100 * report.unknown_share:.1f}% of the tokens of {dataset.path} are the unknown "
                        "token: is the tokenizer's casing or vocabulary right for this language?")
-    return table, report
+    return table, report, key
 
 
 def save_model(model: Any, tokenizer: Any, folder: Path, record: dict[str, Any]) -> None:
@@ -156,6 +189,7 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
                             "train_file": train_set.path if train_set else args.train_file, "loss_lambda": float(args.loss_lambda),
                             "rand_seed": int(args.rand_seed), "model": source.name, "status": "running",
                             "global_step": 0, "mixed_precision": accelerator.mixed_precision,
+                            "precision": precision_record(config, accelerator),
                             "flags": flag_values(args), **coupling_settings(args)}
     with recorded_run(args.output_dir, info, main, lambda: max(checkpoint_steps(args.output_dir), default=0)):
         model, report = load_task_model(task.model_class, source)
@@ -176,27 +210,40 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
             if not record:
                 logger.warning(f"warning: {source.name} is not a fine-tuned {task.kind} model (train first, or point "
                                "--model_name_or_path at a fine-tuned folder): predictions will be meaningless")
-        cache = output / CACHE_DIR
+        # tensor-core shapes on GPUs, fewer shapes to compile; on CPU padding buys nothing
+        pad_multiple = 64 if args.torch_compile else 8 if accelerator.device.type == "cuda" else 1
         if train_set is not None:
-            table, train_report = features(task, args, train_set, tokenizer, token_types, True,
-                                           args.train_tfrecord or str(cache / "train-features.safetensors"),
-                                           accelerator)
+            table, train_report, key = features(task, args, train_set, tokenizer, token_types, True,
+                                                args.train_tfrecord, accelerator)
             info["train_features"] = train_report.as_dict()
-            result = train(model, WindowDataset(table, True, tokenizer.pad_token_id or 0), config, accelerator)
-            info["global_step"] = result.global_step
-            model = accelerator.unwrap_model(model)
-            if main:
-                save_model(model, tokenizer, trained,
-                           {"task": task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
-                            "global_step": result.global_step, "base_model": source.name,
-                            **coupling_settings(args), "settings": decoding_settings(task, args)})
-            accelerator.wait_for_everyone()
+            signature = training_signature(args, key)
+            if already_trained(trained, signature):  # the final weights are in model/, not in a checkpoint
+                logger.info(f"{trained} already holds the result of this training run; not training again")
+                model, _ = load_task_model(task.model_class, resolve_source(str(trained)))
+                model.loss_lambda = args.loss_lambda
+                info["global_step"] = int(model.config.expmrc.get("global_step", 0))
+            else:
+                data = WindowDataset(table, True, tokenizer.pad_token_id or 0, pad_multiple, args.max_seq_length)
+                result = train(model, data, config, accelerator)
+                info["global_step"] = result.global_step
+                if result.micro_batch:
+                    info["per_device_micro_batch"] = result.micro_batch
+                model = accelerator.unwrap_model(model, keep_torch_compile=False)
+                if main:
+                    save_model(model, tokenizer, trained,
+                               {"task": task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
+                                "global_step": result.global_step, "base_model": source.name,
+                                **coupling_settings(args), "settings": decoding_settings(task, args),
+                                "training_signature": signature})
+                    if not args.keep_final_checkpoints:  # model/ holds the result; checkpoints only resume
+                        shutil.rmtree(output / CHECKPOINT_DIR, ignore_errors=True)
+                accelerator.wait_for_everyone()
         if predict_set is not None:
-            table, predict_report = features(task, args, predict_set, tokenizer, token_types, False,
-                                             args.predict_tfrecord or str(cache / "predict-features.safetensors"),
-                                             accelerator)
+            table, predict_report, _ = features(task, args, predict_set, tokenizer, token_types, False,
+                                                args.predict_tfrecord, accelerator)
             info["predict_features"] = predict_report.as_dict()
-            outputs = predict(model, WindowDataset(table, False, tokenizer.pad_token_id or 0),
+            outputs = predict(model, WindowDataset(table, False, tokenizer.pad_token_id or 0, pad_multiple,
+                                                   args.max_seq_length),
                               args.predict_batch_size, accelerator)
             predictions, nbest = decode_predictions(predict_set.questions, table, outputs, args.n_best_size,
                                                     args.max_answer_length, args.max_evidence_length)

@@ -75,9 +75,10 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     data.add_argument("--predict_file", default=None, help="data to predict (e.g. an ExpMRC dev set)")
     data.add_argument("--output_dir", required=True, help="run directory: checkpoints, model, predictions, run_info.json")
     data.add_argument("--train_tfrecord", default=None,
-                      help="feature cache for --train_file (default OUTPUT_DIR/cache/train-features.pt); rebuilt when stale")
+                      help="a feature cache file of its own for --train_file (default: a file in the shared --cache_dir); "
+                           "rebuilt when stale")
     data.add_argument("--predict_tfrecord", default=None,
-                      help="feature cache for --predict_file (default OUTPUT_DIR/cache/predict-features.pt)")
+                      help="a feature cache file of its own for --predict_file (default: a file in the shared --cache_dir)")
     _bool_flag(data, "do_train", False, "train on --train_file")
     _bool_flag(data, "do_predict", False, "predict on --predict_file, writing dev_predictions.json and dev_nbest.json")
 
@@ -100,10 +101,27 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     opt.add_argument("--weight_decay", type=float, default=0.01,
                      help="AdamW weight decay, not applied to biases and LayerNorm weights (default 0.01)")
     opt.add_argument("--gradient_accumulation_steps", type=int, default=1, help="micro-batches per optimizer step")
-    opt.add_argument("--mixed_precision", choices=("no", "fp16", "bf16"), default="no", help="autocast precision")
+    opt.add_argument("--mixed_precision", choices=("auto", "no", "fp16", "bf16"), default="auto",
+                     help="autocast precision; auto (default): bf16 on GPUs and TPUs (fp16 with loss scaling on GPUs "
+                          "without bf16), no (FP32) on CPU; fp16 is refused on CPU")
     opt.add_argument("--loss_lambda", type=float, default=defaults["loss_lambda"],
                      help=f"weight of the evidence loss: L = L_answer + lambda * L_evidence (default {defaults['loss_lambda']})")
     opt.add_argument("--rand_seed", type=int, default=12345, help="seed of initialization, data order and dropout")
+
+    speed = parser.add_argument_group("speed and memory")
+    _bool_flag(speed, "tf32", True, "let FP32 matmuls on GPUs use TF32 (default True; False for strict FP32)")
+    _bool_flag(speed, "group_by_length", True,
+               "train on batches of similar lengths (default True): each epoch's seeded order is cut into "
+               "megabatches of about 50 batches, each sorted by length; False keeps the plain random order")
+    speed.add_argument("--per_device_micro_batch", type=int, default=0,
+                       help="most windows per forward pass on one device; 0 (default): the whole micro-batch, "
+                            "halved on a GPU out-of-memory error until it fits (the step's result is the same)")
+    _bool_flag(speed, "torch_compile", False, "compile the model with torch.compile (lengths padded to multiples of 64)")
+    speed.add_argument("--cache_dir", default=None,
+                       help="feature caches shared by runs (default $EXPMRC_CACHE, else $XDG_CACHE_HOME/expmrc/features, "
+                            "else ~/.cache/expmrc/features); --train_tfrecord/--predict_tfrecord override it")
+    _bool_flag(speed, "keep_final_checkpoints", False,
+               "keep the checkpoints of a finished run (default False: model/ holds the result)")
 
     runs = parser.add_argument_group("checkpoints and logging")
     runs.add_argument("--save_checkpoints_steps", type=int, default=1000,
@@ -148,6 +166,8 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ExpmrcError("--do_train needs --train_file")
     if args.do_predict and not args.predict_file:
         raise ExpmrcError("--do_predict needs --predict_file")
+    if getattr(args, "per_device_micro_batch", 0) < 0:
+        raise ExpmrcError(f"--per_device_micro_batch must be 0 (automatic) or at least 1, got {args.per_device_micro_batch}")
     positive = ("train_batch_size", "predict_batch_size", "gradient_accumulation_steps", "save_checkpoints_steps",
                 "keep_checkpoints", "logging_steps", "max_seq_length", "doc_stride", "max_answer_length",
                 "max_query_length")

@@ -1,7 +1,11 @@
 """The training and prediction loop both baselines share, on `accelerate` (CPU, GPUs, machines, TPU).
 
 Batches are cut from a fixed stream: epoch e is a permutation of the dataset seeded by (seed, e),
-the epochs are laid end to end, and optimizer step s takes the next `train_batch_size` items. Each
+the epochs are laid end to end, and optimizer step s takes the next `train_batch_size` items. With
+length grouping (on by default for datasets that know their lengths), each epoch's permutation is
+cut into megabatches of `MEGABATCH` global batches, each sorted by length and cut into batches whose
+order is shuffled by (seed, epoch): batches of similar lengths pad little, and the stream is still a
+pure function of (seed, epoch, step). Each
 process takes its own slice of every global batch, so `train_batch_size` is the total over devices
 (and accumulation steps), as in the original TensorFlow scripts, and the data position of a run is
 its step number alone. Every `save_checkpoints_steps` steps `Accelerator.save_state` writes the model,
@@ -10,7 +14,11 @@ temporary name, then renamed), beside the settings that fix the batch stream; ru
 command again resumes from the newest one and, with a fixed seed on CPU, ends in exactly the weights
 an uninterrupted run reaches. A checkpoint written with other settings is refused, never resumed.
 
-A dataset is anything with `len()` and `batch(indices) -> dict of tensors` (`features.windows.WindowDataset`).
+A dataset is anything with `len()` and `batch(indices) -> dict of tensors` (`features.windows.WindowDataset`),
+and optionally `lengths()`, the padded cost of each item, for length grouping and sorted prediction.
+
+Precision: `auto` resolves to bf16 autocast on GPUs that support it (fp16 with loss scaling on older
+ones) and on TPUs, and to FP32 on CPU; FP32 matmuls on GPUs use TF32 unless `tf32` is False.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 from accelerate import Accelerator
-from accelerate.utils import gather_object, set_seed
+from accelerate.utils import DistributedType, gather_object, set_seed
 from tqdm import tqdm
 from transformers import get_linear_schedule_with_warmup
 
@@ -40,6 +48,8 @@ from expmrc.training.rundir import CHECKPOINT_DIR, CHECKPOINT_STATE, LOG_FILE
 
 logger = logging.getLogger(__name__)
 ADAM_EPSILON = 1e-6  # the original BERT optimizer's epsilon
+MEGABATCH = 50  # global batches per length-sorted megabatch
+PRECISIONS = ("auto", "no", "fp16", "bf16")
 
 
 class Batches(Protocol):
@@ -48,6 +58,12 @@ class Batches(Protocol):
     def __len__(self) -> int: ...
 
     def batch(self, indices: list[int]) -> dict[str, torch.Tensor]: ...
+
+
+def dataset_lengths(dataset: Any) -> np.ndarray | None:
+    """The per-item lengths of a dataset that knows them (`lengths()`), else None."""
+    lengths = getattr(dataset, "lengths", None)
+    return np.asarray(lengths(), dtype=np.int64) if callable(lengths) else None
 
 
 @dataclass
@@ -63,7 +79,11 @@ class TrainConfig:
     warmup_proportion: float = 0.1
     weight_decay: float = 0.01
     gradient_accumulation_steps: int = 1
-    mixed_precision: str = "no"  # no | fp16 | bf16
+    mixed_precision: str = "auto"  # auto | no | fp16 | bf16
+    tf32: bool = True  # FP32 matmuls on GPUs may use TF32
+    group_by_length: bool = True  # length-grouped batches when the dataset knows its lengths
+    per_device_micro_batch: int = 0  # most items per forward pass; 0: whole micro-batch, halved on CUDA OOM
+    torch_compile: bool = False
     seed: int = 12345
     save_checkpoints_steps: int = 1000
     logging_steps: int = 50
@@ -82,6 +102,34 @@ class TrainResult:
     examples_per_second: float  # over the steps this call ran, checkpoint writing included
     seconds: float
     checkpoint_seconds: float  # of `seconds`, the time spent writing checkpoints
+    micro_batch: int = 0  # items per forward pass it ended with (0: whole micro-batches)
+
+
+def device_kind(use_tpu: bool = False, cpu_only: bool = False) -> str:
+    """The kind of device a run will use: "xla", "cuda", "mps" or "cpu"."""
+    if use_tpu:
+        return "xla"
+    if cpu_only:
+        return "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def resolve_precision(requested: str, device: str) -> str:
+    """The autocast precision a run uses: `auto` -> bf16 on GPUs (fp16 where bf16 is unsupported) and TPUs,
+    no (FP32) elsewhere; fp16 on CPU is refused rather than silently run in FP32."""
+    if requested not in PRECISIONS:
+        raise ExpmrcError(f"--mixed_precision must be one of {', '.join(PRECISIONS)}, got {requested!r}")
+    if requested == "auto":
+        if device == "cuda":
+            return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+        return "bf16" if device == "xla" else "no"
+    if requested == "fp16" and device == "cpu":
+        raise ExpmrcError("--mixed_precision fp16 needs a GPU; on CPU use no (FP32, what auto gives) or bf16")
+    return requested
 
 
 def make_accelerator(config: TrainConfig, use_tpu: bool = False) -> Accelerator:
@@ -99,13 +147,24 @@ def make_accelerator(config: TrainConfig, use_tpu: bool = False) -> Accelerator:
             raise ExpmrcError("--use_tpu True needs torch_xla (pip install torch_xla on the TPU VM)") from None
     cpu_only = (not use_tpu and int(os.environ.get("WORLD_SIZE", "1")) > 1
                 and not (hasattr(torch, "accelerator") and torch.accelerator.is_available()))
+    device = device_kind(use_tpu, cpu_only)
+    precision = resolve_precision(config.mixed_precision, device)
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = config.tf32
+        torch.backends.cudnn.allow_tf32 = config.tf32
     try:
-        accelerator = Accelerator(mixed_precision=config.mixed_precision, step_scheduler_with_optimizer=False,
-                                  cpu=cpu_only)
+        accelerator = Accelerator(mixed_precision=precision, step_scheduler_with_optimizer=False, cpu=cpu_only)
     except (ValueError, RuntimeError) as exc:
-        raise ExpmrcError(f"--mixed_precision {config.mixed_precision} is not available here: {exc}") from None
+        raise ExpmrcError(f"--mixed_precision {precision} is not available here: {exc}") from None
     set_seed(config.seed)
     return accelerator
+
+
+def precision_record(config: TrainConfig, accelerator: Accelerator) -> dict[str, Any]:
+    """What run_info.json records about precision: asked for, resolved, the device and whether TF32 was on."""
+    device = accelerator.device.type
+    return {"requested": config.mixed_precision, "resolved": accelerator.mixed_precision, "device": device,
+            "tf32": bool(device == "cuda" and torch.backends.cuda.matmul.allow_tf32)}
 
 
 def total_train_steps(num_examples: int, config: TrainConfig) -> int:
@@ -121,16 +180,65 @@ def epoch_permutation(num_examples: int, seed: int, epoch: int) -> tuple[int, ..
     return tuple(int(i) for i in np.random.default_rng([seed, epoch]).permutation(num_examples))
 
 
-def batch_indices(step: int, num_examples: int, batch_size: int, seed: int) -> list[int]:
-    """Dataset indices of global batch `step`: the next `batch_size` items of the epoch stream."""
-    indices: list[int] = []
-    position = step * batch_size
-    while len(indices) < batch_size:
-        epoch, offset = divmod(position, num_examples)
-        take = min(batch_size - len(indices), num_examples - offset)
-        indices.extend(epoch_permutation(num_examples, seed, epoch)[offset:offset + take])
-        position += take
-    return indices
+def grouped_epoch_order(lengths: np.ndarray, seed: int, epoch: int, batch_size: int,
+                        megabatch: int = MEGABATCH) -> np.ndarray:
+    """Epoch `epoch`'s permutation with length grouping: megabatches sorted by length, their batches shuffled.
+
+    The first items of the epoch that complete the batch the previous epoch began keep their place, so
+    every megabatch starts on a global batch boundary; a final short batch stays last.
+    """
+    n = len(lengths)
+    order = np.asarray(epoch_permutation(n, seed, epoch), dtype=np.int64)
+    head = min((-epoch * n) % batch_size, n)
+    pieces = [order[:head]]
+    rng = np.random.default_rng([seed, epoch, 1])
+    size = megabatch * batch_size
+    for start in range(head, n, size):
+        block = order[start:start + size]
+        block = block[np.argsort(-lengths[block], kind="stable")]
+        batches = [block[i:i + batch_size] for i in range(0, len(block), batch_size)]
+        full = [b for b in batches if len(b) == batch_size]
+        pieces.extend(full[i] for i in rng.permutation(len(full)))
+        pieces.extend(b for b in batches if len(b) < batch_size)
+    return np.concatenate(pieces)
+
+
+class BatchStream:
+    """The global batches of a run: step -> dataset indices, a pure function of (seed, step) and the lengths."""
+
+    def __init__(self, num_examples: int, batch_size: int, seed: int, lengths: np.ndarray | None = None) -> None:
+        if lengths is not None and len(lengths) != num_examples:
+            raise ValueError(f"{len(lengths)} lengths for {num_examples} items")
+        self.num_examples, self.batch_size, self.seed, self.lengths = num_examples, batch_size, seed, lengths
+        self._orders: dict[int, np.ndarray] = {}
+
+    def epoch_order(self, epoch: int) -> np.ndarray:
+        """The order of the dataset in one epoch (the two latest are kept)."""
+        if epoch not in self._orders:
+            if self.lengths is None:
+                order = np.asarray(epoch_permutation(self.num_examples, self.seed, epoch), dtype=np.int64)
+            else:
+                order = grouped_epoch_order(self.lengths, self.seed, epoch, self.batch_size)
+            self._orders = {e: o for e, o in self._orders.items() if e >= epoch - 1}
+            self._orders[epoch] = order
+        return self._orders[epoch]
+
+    def indices(self, step: int) -> list[int]:
+        """Dataset indices of global batch `step`: the next `batch_size` items of the epoch stream."""
+        indices: list[int] = []
+        position = step * self.batch_size
+        while len(indices) < self.batch_size:
+            epoch, offset = divmod(position, self.num_examples)
+            take = min(self.batch_size - len(indices), self.num_examples - offset)
+            indices.extend(int(i) for i in self.epoch_order(epoch)[offset:offset + take])
+            position += take
+        return indices
+
+
+def batch_indices(step: int, num_examples: int, batch_size: int, seed: int,
+                  lengths: np.ndarray | None = None) -> list[int]:
+    """Dataset indices of global batch `step` (see `BatchStream`); grouped by length when `lengths` are given."""
+    return BatchStream(num_examples, batch_size, seed, lengths).indices(step)
 
 
 def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -162,12 +270,22 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
         raise ExpmrcError(f"--train_batch_size {batch_size} must be divisible by {processes} processes × "
                           f"{accumulation} gradient accumulation steps")
     total = total_train_steps(num_examples, config)
-    optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.learning_rate,
-                                  eps=ADAM_EPSILON)
+    model = model.to(accelerator.device)
+    groups = parameter_groups(model, config.weight_decay)
+    fused = all(p.is_cuda for group in groups for p in group["params"])  # fused kernels: CUDA tensors only
+    optimizer = torch.optim.AdamW(groups, lr=config.learning_rate, eps=ADAM_EPSILON, fused=fused or None)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(total * config.warmup_proportion), total)
+    if config.torch_compile:
+        model = torch.compile(model)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    lengths = dataset_lengths(dataset) if config.group_by_length else None
+    stream = BatchStream(num_examples, batch_size, config.seed, lengths)
     settings = {"train_batch_size": batch_size, "seed": config.seed, "total_steps": total, "num_examples": num_examples}
+    if lengths is not None:  # only then, so checkpoints of plain-order runs still resume with grouping off
+        settings["group_by_length"] = True
     start = load_latest_checkpoint(config.output_dir, settings, accelerator)
+    micro = batch_size // (processes * accumulation)
+    chunk = min(config.per_device_micro_batch, micro) if config.per_device_micro_batch > 0 else micro
 
     model.train()
     Path(config.output_dir).mkdir(parents=True, exist_ok=True)
@@ -178,8 +296,14 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
     began = time.perf_counter()
     try:
         for step in range(start, total):
-            indices = batch_indices(step, num_examples, batch_size, config.seed)
-            loss = train_step(model, dataset, indices, optimizer, scheduler, config, accelerator)
+            indices = stream.indices(step)
+            while True:
+                try:
+                    loss = train_step(model, dataset, indices, optimizer, scheduler, config, accelerator, chunk)
+                    break
+                except torch.cuda.OutOfMemoryError:
+                    chunk = smaller_chunk(chunk, config, accelerator, optimizer)
+            mark_step(accelerator)
             if not math.isfinite(float(accelerator.reduce(loss, "mean"))):
                 raise ExpmrcError(f"step {step + 1}: the loss is {float(loss)}; training stopped (lower "
                                   "--learning_rate, or use --mixed_precision bf16/no instead of fp16)")
@@ -194,7 +318,7 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
                     log_step(config.output_dir, done, total, last_loss, scheduler.get_last_lr()[0])
                 window_loss.zero_()
                 window_steps = 0
-            if done % config.save_checkpoints_steps == 0 or done == total:
+            if done % config.save_checkpoints_steps == 0:  # the final weights go to model/, not a checkpoint
                 saving = time.perf_counter()
                 save_checkpoint(config.output_dir, done, settings, accelerator, config.keep_checkpoints)
                 checkpoint_seconds += time.perf_counter() - saving
@@ -204,23 +328,51 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
     ran = total - start
     return TrainResult(global_step=total, total_steps=total, resumed_from=start, last_loss=last_loss,
                        examples_per_second=ran * batch_size / seconds if ran and seconds > 0 else 0.0,
-                       seconds=seconds, checkpoint_seconds=checkpoint_seconds)
+                       seconds=seconds, checkpoint_seconds=checkpoint_seconds,
+                       micro_batch=chunk if chunk < micro else 0)
+
+
+def smaller_chunk(chunk: int, config: TrainConfig, accelerator: Accelerator, optimizer: Any) -> int:
+    """After a CUDA out-of-memory error: half as many items per forward pass, or one line saying what to do."""
+    optimizer.zero_grad(set_to_none=True)
+    torch.cuda.empty_cache()
+    if config.per_device_micro_batch > 0 or chunk == 1 or accelerator.num_processes > 1:
+        raise ExpmrcError(f"out of GPU memory with {chunk} windows per forward pass: set a smaller "
+                          "--per_device_micro_batch (the total --train_batch_size and the result stay the same)"
+                          " or a shorter --max_seq_length") from None
+    logger.warning(f"out of GPU memory with {chunk} windows per forward pass; retrying the step with {chunk // 2}")
+    return chunk // 2
+
+
+def mark_step(accelerator: Accelerator) -> None:
+    """On a TPU, cut the lazy XLA graph after each optimizer step (what torch_xla's loaders do per batch)."""
+    if accelerator.distributed_type == DistributedType.XLA:
+        import torch_xla.core.xla_model as xm  # only importable on TPU machines
+
+        xm.mark_step()
 
 
 def train_step(model: Any, dataset: Batches, indices: list[int], optimizer: Any, scheduler: Any,
-               config: TrainConfig, accelerator: Accelerator) -> torch.Tensor:
-    """One optimizer step on global batch `indices`: this process's micro-batches, synced on the last.
+               config: TrainConfig, accelerator: Accelerator, chunk: int = 0) -> torch.Tensor:
+    """One optimizer step on global batch `indices`: this process's micro-batches, in forward passes of at
+    most `chunk` items (0: whole micro-batches), gradients synced on the last pass.
 
-    Returns this process's share of the step's mean loss (detached).
+    Each pass's mean loss is weighted by its share of the micro-batch, so the step's gradient does not
+    depend on `chunk`. Returns this process's share of the step's mean loss (detached).
     """
     processes, accumulation = accelerator.num_processes, config.gradient_accumulation_steps
     micro = len(indices) // (processes * accumulation)
-    step_loss = torch.zeros((), device=accelerator.device)
+    size = chunk if 0 < chunk < micro else micro
+    pieces = []
     for a in range(accumulation):
         first = (a * processes + accelerator.process_index) * micro
-        batch = to_device(dataset.batch(indices[first:first + micro]), accelerator.device)
-        with nullcontext() if a == accumulation - 1 else accelerator.no_sync(model):
-            loss = model(**batch)["loss"] / accumulation
+        mine = indices[first:first + micro]
+        pieces.extend(mine[c:c + size] for c in range(0, micro, size))
+    step_loss = torch.zeros((), device=accelerator.device)
+    for k, piece in enumerate(pieces):
+        batch = to_device(dataset.batch(piece), accelerator.device)
+        with nullcontext() if k == len(pieces) - 1 else accelerator.no_sync(model):
+            loss = model(**batch)["loss"] * (len(piece) / micro) / accumulation
             accelerator.backward(loss)
         step_loss += loss.detach().float()
     if config.max_grad_norm > 0:
@@ -239,34 +391,47 @@ def log_step(output_dir: str, step: int, total: int, loss: float, learning_rate:
 
 
 def to_device(batch: dict[str, torch.Tensor], device: Any) -> dict[str, torch.Tensor]:
-    """Move every tensor of a batch to `device`."""
+    """Move every tensor of a batch to `device`; to a GPU through pinned memory, without waiting for the copy."""
+    if torch.device(device).type == "cuda":
+        return {key: value.pin_memory().to(device, non_blocking=True) for key, value in batch.items()}
     return {key: value.to(device) for key, value in batch.items()}
 
 
 def predict(model: torch.nn.Module, dataset: Batches, batch_size: int, accelerator: Accelerator) -> list[dict[str, np.ndarray]]:
     """The model's per-item outputs (those with a batch dimension) for every item, in order, on every process.
 
-    Each process runs one contiguous share of the items; the shares are gathered and checked so that
-    nothing is duplicated or dropped. `batch_size` is the total over processes.
+    Each process runs one contiguous share of the items, longest first when the dataset knows its
+    lengths (batches then pad little), and puts the outputs back in item order; outputs along the
+    sequence are cut to the item's own length, so memory grows with real tokens, not padded ones. The
+    shares are gathered and checked so that nothing is duplicated or dropped. `batch_size` is the total
+    over processes.
     """
     model = accelerator.unwrap_model(model).to(accelerator.device)
     processes, rank = accelerator.num_processes, accelerator.process_index
     bounds = [len(dataset) * i // processes for i in range(processes + 1)]
+    lengths = dataset_lengths(dataset)
     mine = list(range(bounds[rank], bounds[rank + 1]))
+    if lengths is not None:
+        mine.sort(key=lambda i: (-int(lengths[i]), i))
     per_process = max(1, batch_size // processes)
     was_training = model.training
     model.eval()
-    outputs: list[dict[str, np.ndarray]] = []
+    found: dict[int, dict[str, np.ndarray]] = {}
     with torch.inference_mode():
         for start in tqdm(range(0, len(mine), per_process), desc="predicting", unit="batch",
                           disable=not accelerator.is_local_main_process, dynamic_ncols=True):
             items = mine[start:start + per_process]
+            batch = dataset.batch(items)
+            padded = batch["input_ids"].shape[-1] if lengths is not None and "input_ids" in batch else None
             with accelerator.autocast():
-                result = model(**to_device(dataset.batch(items), accelerator.device))
+                result = model(**to_device(batch, accelerator.device))
             arrays = {k: v.float().cpu().numpy() for k, v in result.items()
                       if k != "loss" and v.dim() > 0 and v.shape[0] == len(items)}
-            outputs.extend({k: v[j] for k, v in arrays.items()} for j in range(len(items)))
+            for j, item in enumerate(items):
+                found[item] = {k: (v[j][..., :lengths[item]] if padded and v.ndim == 2 and v.shape[-1] == padded
+                                   else v[j]) for k, v in arrays.items()}
     model.train(was_training)
+    outputs = [found[i] for i in range(bounds[rank], bounds[rank + 1])]
     if processes == 1:
         return outputs
     gathered = gather_object([(bounds[rank] + j, out) for j, out in enumerate(outputs)])

@@ -4,8 +4,10 @@
       run_info.json          what ran, on what, and how it ended (below)
       dev_predictions.json   the submission          dev_nbest.json   n-best answers and evidence
       model/                 the fine-tuned model (a complete Hugging Face folder)
-      checkpoints/step-N/    resumable checkpoints (Accelerator.save_state + expmrc_state.json)
-      cache/                 feature caches          train_log.jsonl  loss every --logging_steps
+      checkpoints/step-N/    resumable checkpoints (Accelerator.save_state + expmrc_state.json), removed
+                             when the run finishes unless --keep_final_checkpoints True
+      cache/                 feature caches of older runs (now in the shared --cache_dir)
+      train_log.jsonl        loss every --logging_steps
 
 `run_info.json` says "running" when a run starts, then "finished" (with its global step), "failed"
 with the error, or "interrupted" (Ctrl-C or SIGTERM) with the step the same command resumes from. A

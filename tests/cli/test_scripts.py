@@ -21,6 +21,7 @@ TINY_TF = ROOT / "tests" / "fixtures" / "tiny_tf_bert"
 
 def run_script(name: str, *args: str, **env: str) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if k not in ("LAUNCH", "EXTRA_ARGS", "SIZE", "DO_LOWER_CASE")}
+    full_env.setdefault("GPUS", "")  # the sweep runs one run at a time unless a test lists GPUs
     full_env.update(PYTHON=sys.executable, **env)
     return subprocess.run(["bash", str(SCRIPTS / name), *args], cwd=ROOT, env=full_env, capture_output=True,
                           text=True, timeout=120)
@@ -227,3 +228,46 @@ def test_lambda_sweep_runs_every_run_then_collects(tmp_path):
     assert "lambda_0.5/seed_2` (failed): failed: stand-in failure" in (root / "results" / "table3.md").read_text()
     again = run_script("lambda_sweep.sh", COLLECT="0", **env)  # finished runs are skipped, the failed one retried
     assert again.stderr.count("finished") == 3 and again.stderr.count("run failed") == 1
+
+
+GPU_STAND_IN = """
+import json, os, sys, time
+args = dict(a[2:].split("=", 1) for a in sys.argv[2:] if a.startswith("--") and "=" in a)
+out = args["output_dir"]
+os.makedirs(out, exist_ok=True)
+began = time.time()
+time.sleep(1.5)
+with open(os.path.join(os.path.dirname(os.path.dirname(out)), "runs.jsonl"), "a") as log:
+    log.write(json.dumps({"run": out, "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "began": began,
+                          "ended": time.time()}) + "\\n")
+print("trained on GPU", os.environ.get("CUDA_VISIBLE_DEVICES"))
+json.dump({"status": "failed" if args["rand_seed"] == "3" else "finished"}, open(os.path.join(out, "run_info.json"), "w"))
+sys.exit(1 if args["rand_seed"] == "3" else 0)
+"""
+
+
+def test_lambda_sweep_runs_side_by_side_one_run_per_gpu_and_skips_finished_ones(tmp_path):
+    trainer = tmp_path / "gpu_stand_in.py"
+    trainer.write_text(GPU_STAND_IN)
+    root = tmp_path / "sweep"
+    done = root / "lambda_0.1" / "seed_1"
+    done.mkdir(parents=True)
+    (done / "run_info.json").write_text(json.dumps({"status": "finished"}))
+    env = dict(SUBSET="squad", PLM_PATH="p", DATA_PATH="d", LAMBDAS="0.1 0.5", SEEDS="1 2 3", OUTPUT_ROOT=str(root),
+               LAUNCH=f"{sys.executable} {trainer}", COLLECT="0", GPUS="4 7")
+    result = run_script("lambda_sweep.sh", **env)
+    assert result.returncode == 1 and result.stderr.count("run failed") == 2, result.stderr  # the seed-3 runs
+    runs = [json.loads(line) for line in (root / "runs.jsonl").read_text().splitlines()]
+    assert sorted(r["run"] for r in runs) == sorted(f"{root}/lambda_{lam}/seed_{seed}" for lam, seed in
+                                                   [("0.1", 2), ("0.1", 3), ("0.5", 1), ("0.5", 2), ("0.5", 3)])
+    assert {r["gpu"] for r in runs} == {"4", "7"}  # each run sees only its own GPU
+    for gpu in ("4", "7"):  # never two runs on one GPU at once
+        mine = sorted((r["began"], r["ended"]) for r in runs if r["gpu"] == gpu)
+        assert all(a[1] <= b[0] for a, b in zip(mine, mine[1:]))
+    first = min(runs, key=lambda r: r["began"])
+    assert any(r["gpu"] != first["gpu"] and r["began"] < first["ended"] for r in runs)  # side by side
+    assert "trained on GPU" in (root / "lambda_0.5" / "seed_1" / "sweep.log").read_text()
+    again = run_script("lambda_sweep.sh", **env)  # finished runs are skipped, the failed ones retried
+    assert again.stderr.count("skip") == 4 and again.stderr.count("run failed") == 2
+    dry = run_script("lambda_sweep.sh", **dict(env, DRY_RUN="1"))
+    assert dry.stderr.count("on GPU 4") == 1 and dry.stderr.count("on GPU 7") == 1  # the 2 unfinished, round robin

@@ -141,8 +141,11 @@ def test_batches_pad_options_and_mask_them(tok):
     qs = [question("p9-0", "我们的猫坐在上。", "猫在哪里？", ["上", "不"], "B", evidences=["猫坐在"]),
           question("p9-1", "它很好吗？它很好。", "什么很好？", ["它", "我们", "猫", "的"], "D", evidences=["它很好。"])]
     table, _ = build_choice_features(qs, tok, 64, 128, 128, is_training=True)
-    batch = WindowDataset(table, True, tok.pad_token_id).batch([0, 1])
     longest = max(len(r) for w in range(2) for r in rows(table, w))
+    batch = WindowDataset(table, True, tok.pad_token_id, pad_multiple=8).batch([0, 1])
+    assert batch["input_ids"].shape == (2, 4, -(-longest // 8) * 8)  # padded to a multiple of 8 (GPUs)
+    assert WindowDataset(table, True, tok.pad_token_id, 8, max_length=longest).batch([0, 1])["input_ids"].shape[2] == longest
+    batch = WindowDataset(table, True, tok.pad_token_id).batch([0, 1])
     assert batch["input_ids"].shape == (2, 4, longest)
     assert batch["option_mask"].tolist() == [[1, 1, 0, 0], [1, 1, 1, 1]]
     assert batch["attention_mask"][0, 2].sum() == 1  # a padded option attends to its first position only

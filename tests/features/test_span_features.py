@@ -188,6 +188,7 @@ def test_prediction_needs_no_answers_and_an_empty_passage_still_gets_a_window():
 
 def test_batches_pad_with_an_attention_mask_and_count_unknown_tokens():
     table, report = build([question("a b c", "b"), question(LETTERS, "c"), question("a ☃ c", "c")], max_seq_length=64)
+    assert WindowDataset(table, True, pad_id=0, pad_multiple=8).batch([0, 1])["input_ids"].shape == (2, 32)
     batch = WindowDataset(table, True, pad_id=0).batch([0, 1])
     assert batch["input_ids"].shape == (2, 25) and batch["input_ids"].dtype == torch.long
     assert batch["attention_mask"][0].tolist() == [1] * 8 + [0] * 17

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-
+import torch
+from helpers.span_data import make_span_file
 from helpers.tiny_bert import make_tiny_bert_folder
+
 from expmrc.cli import run_guarded
 from expmrc.errors import ExpmrcError
+from expmrc.training.span_task import run_span
 from expmrc.training.baseline import train_config
 from expmrc.training.choice_task import run_choice
 from expmrc.training.flags import build_parser, check_flags, ignored_flags
@@ -121,3 +124,25 @@ def test_a_run_with_the_original_tpu_flags_logs_one_line_naming_them(tmp_path, c
                      "--verbose_logging=True"]
     info = json.loads((tmp_path / "run" / "run_info.json").read_text(encoding="utf-8"))
     assert info["flags"]["max_query_length"] == 8 and info["flags"]["iterations_per_loop"] == 100
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="fp16 is refused only where there is no GPU")
+def test_fp16_on_cpu_is_one_line_and_exit_2_before_any_work(tmp_path, capsys):
+    data = make_span_file(tmp_path / "d.json", 2, seed=1)
+    argv = ["--do_predict=True", f"--predict_file={data}", f"--output_dir={tmp_path / 'out'}",
+            "--model_name_or_path=missing-model", "--mixed_precision", "fp16"]
+    assert run_guarded(run_span, argv) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        "error: --mixed_precision fp16 needs a GPU; on CPU use no (FP32, what auto gives) or bf16"
+
+
+def test_speed_and_memory_flags_reach_the_train_config():
+    assert parse("span").mixed_precision == "auto" and parse("span").group_by_length is True
+    args = parse("choice", "--tf32", "False", "--group_by_length=False", "--per_device_micro_batch=4",
+                 "--torch_compile", "--cache_dir=/tmp/c", "--keep_final_checkpoints=True")
+    config = train_config(args)
+    assert (config.tf32, config.group_by_length, config.per_device_micro_batch, config.torch_compile) == \
+        (False, False, 4, True)
+    assert (args.cache_dir, args.keep_final_checkpoints) == ("/tmp/c", True)
+    with pytest.raises(ExpmrcError, match="--per_device_micro_batch must be 0"):
+        check_flags(parse("span", "--do_predict", "--predict_file=d", "--per_device_micro_batch=-1"))

@@ -8,6 +8,7 @@ processes joined by gloo.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import socket
 import subprocess
@@ -90,7 +91,17 @@ def test_smoke_run_writes_a_submission_the_scorer_reads(inputs, reference):
     assert (info["status"], info["global_step"], info["task"], info["loss_lambda"], info["rand_seed"]) == \
         ("finished", STEPS, "span", 1.0, 7)
     assert info["predict_file"] == str(inputs["dev"]) and info["flags"]["max_seq_length"] == 64
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-00000080", "step-00000100", "step-00000120"]
+    assert not (out / "checkpoints").exists()  # a finished run keeps model/, not checkpoints duplicating it
+    assert (info["mixed_precision"], info["precision"]["requested"], info["precision"]["device"]) == ("no", "auto", "cpu")
+
+
+def test_rerunning_a_finished_run_does_not_train_again(inputs, reference):
+    out = inputs["root"] / "rerun"
+    shutil.copytree(reference[0], out)
+    result = run_script(flags(inputs, out))
+    assert "already holds the result of this training run; not training again" in result.stderr
+    assert "features reused from" in result.stderr and "training:" not in result.stderr
+    assert predictions(out) == predictions(reference[0])
 
 
 def test_nbest_offsets_point_into_the_passage(inputs, reference):

@@ -9,8 +9,11 @@ import torch
 from safetensors.torch import load_file
 
 from expmrc.errors import ExpmrcError
-from expmrc.training.loop import (TrainConfig, batch_indices, checkpoint_steps, make_accelerator, parameter_groups,
-                             predict, train)
+import numpy as np
+
+from expmrc.training.loop import (MEGABATCH, BatchStream, TrainConfig, batch_indices, checkpoint_steps,
+                                  grouped_epoch_order, make_accelerator, parameter_groups, predict,
+                                  resolve_precision, train)
 
 
 class Toy(torch.nn.Module):
@@ -102,7 +105,7 @@ def test_training_lowers_the_loss_and_logs(tmp_path):
     assert result.last_loss < 0.3 * before
     log = [json.loads(line) for line in (tmp_path / "train_log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == list(range(4, 61, 4))
-    assert checkpoint_steps(str(tmp_path)) == [60]  # the final step is always saved
+    assert checkpoint_steps(str(tmp_path)) == []  # the final weights are the model's, not a checkpoint's
 
 
 def test_crashed_run_resumes_to_the_same_weights(tmp_path):
@@ -178,3 +181,123 @@ def test_a_loss_that_stops_being_finite_ends_the_run_naming_the_step_and_saves_n
     with pytest.raises(ExpmrcError, match=r"step \d: the loss is (nan|inf); training stopped"):
         train(model, toy_data(), cfg, accelerator)
     assert checkpoint_steps(str(tmp_path)) == []
+
+
+class LengthData(ToyData):
+    """Toy data whose items claim lengths, so the loop groups and sorts them."""
+
+    def __init__(self, n: int = 40) -> None:
+        super().__init__(n)
+        self.reads: list[list[int]] = []
+
+    def lengths(self):
+        return np.arange(len(self.x)) % 7 + 1
+
+    def batch(self, indices):
+        self.reads.append(list(indices))
+        return super().batch(indices)
+
+
+def padding_share(lengths, batches) -> float:
+    return 1 - sum(int(lengths[b].sum()) for b in batches) / sum(len(b) * int(lengths[b].max()) for b in batches)
+
+
+def test_grouped_order_is_a_seeded_permutation_that_cuts_padding():
+    lengths = np.random.default_rng(0).integers(20, 512, size=5000)
+    order = grouped_epoch_order(lengths, seed=4, epoch=1, batch_size=32)
+    assert sorted(order.tolist()) == list(range(5000))  # every item once
+    assert np.array_equal(order, grouped_epoch_order(lengths, seed=4, epoch=1, batch_size=32))
+    assert not np.array_equal(order, grouped_epoch_order(lengths, seed=5, epoch=1, batch_size=32))
+    assert not np.array_equal(order, grouped_epoch_order(lengths, seed=4, epoch=2, batch_size=32))
+    grouped = [BatchStream(5000, 32, 4, lengths).indices(s) for s in range(156)]
+    plain = [batch_indices(s, 5000, 32, 4) for s in range(156)]
+    assert padding_share(lengths, grouped) < 0.05 < 0.3 < padding_share(lengths, plain)
+    # the batch order within a megabatch is shuffled: lengths do not simply fall step after step
+    longest = [int(lengths[b].max()) for b in grouped[:MEGABATCH]]
+    assert longest != sorted(longest, reverse=True)
+
+
+def test_grouped_stream_covers_each_epoch_once_across_epoch_boundaries():
+    lengths = np.random.default_rng(1).integers(1, 100, size=37)  # 37 items, batches of 8 straddle epochs
+    stream = BatchStream(37, 8, 2, lengths)
+    items = [i for step in range(37) for i in stream.indices(step)]  # 8 epochs exactly
+    for epoch in range(8):
+        assert sorted(items[epoch * 37:(epoch + 1) * 37]) == list(range(37))
+    fresh = BatchStream(37, 8, 2, lengths)  # a resumed run: a fresh stream gives the same batch for a step
+    assert fresh.indices(23) == stream.indices(23) == batch_indices(23, 37, 8, 2, lengths)
+
+
+class CrashingLengthData(LengthData):
+    def __init__(self, limit):
+        super().__init__()
+        self.limit = limit
+
+    def batch(self, indices):
+        if sum(map(len, self.reads)) + len(indices) > self.limit:
+            raise RuntimeError("simulated crash")
+        return super().batch(indices)
+
+
+def test_grouped_run_resumes_exactly_and_a_plain_order_checkpoint_is_refused(tmp_path):
+    straight = tmp_path / "straight"
+    cfg = config(straight)
+    model, accelerator = fresh_run(cfg)
+    data = LengthData()
+    train(model, data, cfg, accelerator)
+    assert data.reads[0] != batch_indices(0, 40, 8, 3)  # grouping changed the order
+    assert max(np.ptp(data.lengths()[b]) for b in data.reads[:5]) <= 2  # batches of similar lengths
+
+    broken = tmp_path / "broken"
+    cfg = config(broken)
+    model, accelerator = fresh_run(cfg)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train(model, CrashingLengthData(limit=8 * 6 + 3), cfg, accelerator)
+    model, accelerator = fresh_run(cfg)
+    assert train(model, LengthData(), cfg, accelerator).resumed_from == 4
+    final = lambda run: load_file(str(run / "checkpoints/step-00000012/model.safetensors"))  # noqa: E731
+    for name, tensor in final(straight).items():
+        assert torch.equal(tensor, final(broken)[name]), name
+
+    plain = tmp_path / "plain"
+    cfg = config(plain, max_steps=8)
+    train(*fresh_run(config(plain, max_steps=8, group_by_length=False))[:1], LengthData(),
+          config(plain, max_steps=8, group_by_length=False), make_accelerator(cfg))
+    with pytest.raises(ExpmrcError, match="group_by_length = None, this run has True"):
+        train(Toy(), LengthData(), cfg, make_accelerator(cfg))
+    assert train(Toy(), LengthData(), config(plain, max_steps=8, group_by_length=False),
+                 make_accelerator(cfg)).resumed_from == 8
+
+
+def test_micro_batches_of_any_size_give_the_same_step(tmp_path):
+    results = []
+    for chunk in (0, 3, 1):
+        cfg = config(tmp_path / str(chunk), per_device_micro_batch=chunk, max_steps=6)
+        model, accelerator = fresh_run(cfg)
+        model.drop.p = 0.0
+        data = LengthData()
+        result = train(model, data, cfg, accelerator)
+        assert max(map(len, data.reads)) == (chunk or 8) and result.micro_batch == chunk
+        results.append(model.out.weight.detach().clone())
+    assert torch.allclose(results[0], results[1], atol=1e-5) and torch.allclose(results[0], results[2], atol=1e-5)
+
+
+def test_predict_sorts_by_length_and_restores_item_order(tmp_path):
+    cfg = config(tmp_path)
+    model, accelerator = fresh_run(cfg)
+    data = LengthData(13)
+    outputs = predict(model, data, batch_size=4, accelerator=accelerator)
+    read = [int(data.lengths()[i]) for b in data.reads for i in b]
+    assert read == sorted(read, reverse=True) and sorted(i for b in data.reads for i in b) == list(range(13))
+    model.eval()
+    with torch.no_grad():
+        expected = model(data.x)["pred"].numpy()
+    assert [float(o["pred"]) for o in outputs] == pytest.approx(expected.tolist(), abs=1e-6)
+
+
+def test_precision_auto_is_fp32_on_cpu_and_fp16_on_cpu_is_refused():
+    assert resolve_precision("auto", "cpu") == "no" and resolve_precision("auto", "xla") == "bf16"
+    assert resolve_precision("bf16", "cpu") == "bf16" and resolve_precision("no", "cuda") == "no"
+    if torch.cuda.is_available():
+        assert resolve_precision("auto", "cuda") in ("bf16", "fp16")
+    with pytest.raises(ExpmrcError, match="--mixed_precision fp16 needs a GPU"):
+        resolve_precision("fp16", "cpu")

