@@ -29,7 +29,8 @@ from expmrc.models.backbones import ModelSource, load_task_model, resolve_source
 from expmrc.scoring.scorer import score
 from expmrc.training.flags import check_flags, flag_values
 from expmrc.training.loop import TrainConfig, checkpoint_steps, make_accelerator, predict, train
-from expmrc.training.rundir import CACHE_DIR, MODEL_DIR, recorded_run
+from expmrc.training.rundir import ANSWERER_DIR, CACHE_DIR, MODEL_DIR, recorded_run
+from expmrc.training.select_forget import SelectAndForget, answerer_folder
 
 logger = logging.getLogger("expmrc")
 
@@ -65,7 +66,8 @@ COUPLING_KEYS = ("coupling_loss", "coupling_c")
 def coupling_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The coupling options a run trains with, as run_info.json and the fine-tuned folder record them."""
     return {"coupling_loss": bool(args.coupling_loss),
-            "coupling_c": [args.coupling_c1, args.coupling_c2, args.coupling_c3] if args.coupling_loss else None}
+            "coupling_c": [args.coupling_c1, args.coupling_c2, args.coupling_c3] if args.coupling_loss else None,
+            "select_and_forget": bool(args.select_and_forget)}
 
 
 def decoding_settings(task: BaselineTask, args: argparse.Namespace) -> dict[str, Any]:
@@ -142,6 +144,8 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
     train_set = task.load(args.train_file, args.task_name) if args.do_train else None
     predict_set = task.load(args.predict_file, args.task_name) if args.do_predict else None
     output = check_outputs(args)
+    if args.select_and_forget and args.do_predict and not args.do_train:
+        answerer_folder(output)
     config = train_config(args)
     accelerator = make_accelerator(config, use_tpu=args.use_tpu)
     main = accelerator.is_main_process
@@ -170,10 +174,18 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
             for key in ("loss_lambda", "rand_seed", *COUPLING_KEYS):
                 info[key] = record.get(key, info[key])
             info["model"] = record.get("base_model", info["model"])
+            if record.get("select_and_forget") and not args.select_and_forget:
+                logger.warning(f"warning: {source.name} is the selector of a Select & Forget run; predicting with it "
+                               "alone (pass --select_and_forget True to answer from its evidence as trained)")
             if not record:
                 logger.warning(f"warning: {source.name} is not a fine-tuned {task.kind} model (train first, or point "
                                "--model_name_or_path at a fine-tuned folder): predictions will be meaningless")
         cache = output / CACHE_DIR
+        forget = SelectAndForget(output, accelerator, lambda questions, is_training: task.features(
+            questions, tokenizer, args, is_training, token_types, False)[0], tokenizer.pad_token_id or 0,
+            args.predict_batch_size, (args.n_best_size, args.max_answer_length, args.max_evidence_length)
+        ) if args.select_and_forget else None
+        answerer = None
         if train_set is not None:
             table, train_report = features(task, args, train_set, tokenizer, token_types, True,
                                            args.train_tfrecord or str(cache / "train-features.safetensors"),
@@ -182,12 +194,30 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
             result = train(model, WindowDataset(table, True, tokenizer.pad_token_id or 0), config, accelerator)
             info["global_step"] = result.global_step
             model = accelerator.unwrap_model(model)
+            saved = {"task": task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
+                     "global_step": result.global_step, "base_model": source.name, **coupling_settings(args),
+                     "settings": decoding_settings(task, args)}
             if main:
-                save_model(model, tokenizer, trained,
-                           {"task": task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
-                            "global_step": result.global_step, "base_model": source.name,
-                            **coupling_settings(args), "settings": decoding_settings(task, args)})
+                save_model(model, tokenizer, trained, saved)
             accelerator.wait_for_everyone()
+            if forget is not None:  # the answerer phase: docs/coupling.md, expmrc/training/select_forget.py
+                def windows() -> FeatureTable:  # the training set's prediction windows, for the selector
+                    return features(task, args, train_set, tokenizer, token_types, False,
+                                    str(cache / "select-train-features.safetensors"), accelerator)[0]
+
+                selection_key = cache_key(tokenizer, {"selector_step": result.global_step,
+                                                      **decoding_settings(task, args)}, train_set.path)
+                questions, info["select_and_forget_training"] = forget.select(model, train_set.questions, windows,
+                                                                              selection_key)
+                answerer, answer_result = forget.train_answerer(
+                    lambda: load_task_model(task.model_class, source)[0], questions, config)
+                info["answerer_global_step"] = answer_result.global_step
+                if main:
+                    save_model(answerer, tokenizer, output / ANSWERER_DIR,
+                               {**saved, "role": "answerer", "loss_lambda": 0.0, "coupling_loss": False,
+                                "coupling_c": None, "global_step": answer_result.global_step,
+                                "selection": info["select_and_forget_training"]})
+                accelerator.wait_for_everyone()
         if predict_set is not None:
             table, predict_report = features(task, args, predict_set, tokenizer, token_types, False,
                                              args.predict_tfrecord or str(cache / "predict-features.safetensors"),
@@ -197,6 +227,10 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
                               args.predict_batch_size, accelerator)
             predictions, nbest = decode_predictions(predict_set.questions, table, outputs, args.n_best_size,
                                                     args.max_answer_length, args.max_evidence_length)
+            if forget is not None:
+                if answerer is None:
+                    answerer, _ = load_task_model(task.model_class, resolve_source(str(answerer_folder(output))))
+                predictions, nbest = forget.answer(answerer, predict_set.questions, predictions, nbest)
             if main:
                 write_predictions(str(output), predictions, nbest)
                 logger.info(f"wrote {len(predictions)} predictions to {output / PREDICTIONS_FILE}")
