@@ -197,5 +197,5 @@ def test_choice_answers_come_from_the_selected_evidence(tmp_path):
                  for q in questions]
         figures[name] = {**choice_aggregate(values), "NAMED": 100 * sum(named) / len(named)}
     print({name: (round(f["LEX_LOCA"], 1), round(f["NAMED"], 1)) for name, f in figures.items()})
-    assert figures["select and forget"]["LEX_LOCA"] >= figures["plain"]["LEX_LOCA"] + 20, figures
+    assert figures["select and forget"]["LEX_LOCA"] >= figures["plain"]["LEX_LOCA"] + 15, figures
     assert figures["select and forget"]["NAMED"] >= figures["plain"]["NAMED"] + 30, figures
