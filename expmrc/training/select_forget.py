@@ -86,7 +86,7 @@ def evidence_only(question: Question, span: Span | None) -> Question:
     text = passage_of(question)[start:end]
     if isinstance(question, SpanQuestion):
         answer = str(question.answers[0]) if question.answers else ""
-        found, _ = locate_answer(question.context, answer, question.answer_starts[0]) if answer.strip() else (None, False)
+        found = locate_answer(question.context, answer, question.answer_starts[0])[0] if answer.strip() else None
         shifted = found[0] - start if found is not None and start <= found[0] and found[1] <= end else None
         return dataclasses.replace(question, context=text, answers=[answer], answer_starts=[shifted], evidences=[text])
     return dataclasses.replace(question, passage=text, evidences=[text])
