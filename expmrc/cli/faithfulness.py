@@ -55,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
             check_output_path(path, "file", inputs=[args.dataset])
     dataset = load_dataset(args.dataset, args.subset)
     model = FineTuned(args.run_dir, args.device, args.batch_size)
+    if model.record.get("select_and_forget"):
+        raise ExpmrcError(f"{args.run_dir}: a Select & Forget run (--select_and_forget True): its answer comes from "
+                          "a second model reading the evidence alone, which expmrc faithfulness does not measure")
     result = run_faithfulness(model, dataset, args.max_k, progress=not args.quiet)
     if args.details:
         write_text_atomic(args.details, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in result.details))

@@ -33,7 +33,8 @@ from expmrc.scoring.scorer import score
 from expmrc.training.flags import check_flags, flag_values, ignored_flags
 from expmrc.training.loop import (TrainConfig, checkpoint_steps, make_accelerator, precision_record, predict,
                                   train)
-from expmrc.training.rundir import CHECKPOINT_DIR, MODEL_DIR, recorded_run
+from expmrc.training.rundir import ANSWERER_DIR, ANSWERER_RUN_DIR, CHECKPOINT_DIR, MODEL_DIR, recorded_run
+from expmrc.training.select_forget import SelectAndForget, answerer_folder
 
 logger = logging.getLogger("expmrc")
 
@@ -92,7 +93,8 @@ COUPLING_KEYS = ("coupling_loss", "coupling_c")
 def coupling_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The coupling options a run trains with, as run_info.json and the fine-tuned folder record them."""
     return {"coupling_loss": bool(args.coupling_loss),
-            "coupling_c": [args.coupling_c1, args.coupling_c2, args.coupling_c3] if args.coupling_loss else None}
+            "coupling_c": [args.coupling_c1, args.coupling_c2, args.coupling_c3] if args.coupling_loss else None,
+            "select_and_forget": bool(args.select_and_forget)}
 
 
 def decoding_settings(task: BaselineTask, args: argparse.Namespace) -> dict[str, Any]:
@@ -175,6 +177,8 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
     train_set = task.load(args.train_file, args.task_name) if args.do_train else None
     predict_set = task.load(args.predict_file, args.task_name) if args.do_predict else None
     output = check_outputs(args)
+    if args.select_and_forget and args.do_predict and not args.do_train:
+        answerer_folder(output)
     config = train_config(args)
     accelerator = make_accelerator(config, use_tpu=args.use_tpu)
     main = accelerator.is_main_process
@@ -207,16 +211,27 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
             for key in ("loss_lambda", "rand_seed", *COUPLING_KEYS):
                 info[key] = record.get(key, info[key])
             info["model"] = record.get("base_model", info["model"])
+            if record.get("select_and_forget") and not args.select_and_forget:
+                logger.warning(f"warning: {source.name} is the selector of a Select & Forget run; predicting with it "
+                               "alone (pass --select_and_forget True to answer from its evidence as trained)")
             if not record:
                 logger.warning(f"warning: {source.name} is not a fine-tuned {task.kind} model (train first, or point "
                                "--model_name_or_path at a fine-tuned folder): predictions will be meaningless")
         # tensor-core shapes on GPUs, fewer shapes to compile; on CPU padding buys nothing
         pad_multiple = 64 if args.torch_compile else 8 if accelerator.device.type == "cuda" else 1
+        forget = SelectAndForget(output, accelerator, lambda questions, is_training: task.features(
+            questions, tokenizer, args, is_training, token_types, False)[0], tokenizer.pad_token_id or 0,
+            args.predict_batch_size, (args.n_best_size, args.max_answer_length, args.max_evidence_length)
+        ) if args.select_and_forget else None
+        answerer = None
         if train_set is not None:
             table, train_report, key = features(task, args, train_set, tokenizer, token_types, True,
                                                 args.train_tfrecord, accelerator)
             info["train_features"] = train_report.as_dict()
             signature = training_signature(args, key)
+            saved = {"task": task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
+                     "base_model": source.name, **coupling_settings(args), "settings": decoding_settings(task, args),
+                     "training_signature": signature}
             if already_trained(trained, signature):  # the final weights are in model/, not in a checkpoint
                 logger.info(f"{trained} already holds the result of this training run; not training again")
                 model, _ = load_task_model(task.model_class, resolve_source(str(trained)))
@@ -230,13 +245,33 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
                     info["per_device_micro_batch"] = result.micro_batch
                 model = accelerator.unwrap_model(model, keep_torch_compile=False)
                 if main:
-                    save_model(model, tokenizer, trained,
-                               {"task": task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
-                                "global_step": result.global_step, "base_model": source.name,
-                                **coupling_settings(args), "settings": decoding_settings(task, args),
-                                "training_signature": signature})
+                    save_model(model, tokenizer, trained, {**saved, "global_step": result.global_step})
                     if not args.keep_final_checkpoints:  # model/ holds the result; checkpoints only resume
                         shutil.rmtree(output / CHECKPOINT_DIR, ignore_errors=True)
+                accelerator.wait_for_everyone()
+            if forget is not None:  # the answerer phase: docs/coupling.md, expmrc/training/select_forget.py
+                def windows() -> FeatureTable:  # the training set's prediction windows, for the selector
+                    return features(task, args, train_set, tokenizer, token_types, False, None, accelerator)[0]
+
+                selection_key = cache_key(tokenizer, {"selector_step": info["global_step"],
+                                                      **decoding_settings(task, args)}, train_set.path)
+                questions, info["select_and_forget_training"] = forget.select(model, train_set.questions, windows,
+                                                                              selection_key)
+                if already_trained(output / ANSWERER_DIR, signature):
+                    logger.info(f"{output / ANSWERER_DIR} already holds the trained answerer; not training it again")
+                    answerer, _ = load_task_model(task.model_class, resolve_source(str(output / ANSWERER_DIR)))
+                    info["answerer_global_step"] = int(answerer.config.expmrc.get("global_step", 0))
+                else:
+                    answerer, answer_result = forget.train_answerer(
+                        lambda: load_task_model(task.model_class, source)[0], questions, config)
+                    info["answerer_global_step"] = answer_result.global_step
+                    if main:
+                        save_model(answerer, tokenizer, output / ANSWERER_DIR,
+                                   {**saved, "role": "answerer", "loss_lambda": 0.0, "coupling_loss": False,
+                                    "coupling_c": None, "global_step": answer_result.global_step,
+                                    "selection": info["select_and_forget_training"]})
+                        if not args.keep_final_checkpoints:
+                            shutil.rmtree(output / ANSWERER_RUN_DIR / CHECKPOINT_DIR, ignore_errors=True)
                 accelerator.wait_for_everyone()
         if predict_set is not None:
             table, predict_report, _ = features(task, args, predict_set, tokenizer, token_types, False,
@@ -247,6 +282,10 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
                               args.predict_batch_size, accelerator)
             predictions, nbest = decode_predictions(predict_set.questions, table, outputs, args.n_best_size,
                                                     args.max_answer_length, args.max_evidence_length)
+            if forget is not None:
+                if answerer is None:
+                    answerer, _ = load_task_model(task.model_class, resolve_source(str(answerer_folder(output))))
+                predictions, nbest = forget.answer(answerer, predict_set.questions, predictions, nbest)
             if main:
                 write_predictions(str(output), predictions, nbest)
                 logger.info(f"wrote {len(predictions)} predictions to {output / PREDICTIONS_FILE}")

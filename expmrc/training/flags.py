@@ -136,6 +136,9 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     for number, value in enumerate((4.96, 2.02, 3.10), 1):  # c1, c2, c3 (docs/coupling.md)
         coupling.add_argument(f"--coupling_c{number}", type=float, default=value,
                               help=f"c{number} of the coupling regularizer (default {value})")
+    _bool_flag(coupling, "select_and_forget", False,
+               "Select & Forget: train a second model (OUTPUT_DIR/answerer) that answers from the evidence text "
+               "alone, and predict the answer from the evidence the first model selects")
 
     tpu = parser.add_argument_group("TPU and other original flags (accelerate/torch_xla picks the device; the rest "
                                     "are accepted, not needed, and logged as ignored when given)")

@@ -8,6 +8,10 @@
                              when the run finishes unless --keep_final_checkpoints True
       cache/                 feature caches of older runs (now in the shared --cache_dir)
       train_log.jsonl        loss every --logging_steps
+    and with --select_and_forget (expmrc/training/select_forget.py; `model/` is then the selector):
+      selected_evidence.json the selector's evidence span chosen for each training question
+      answerer/              the fine-tuned answerer, trained on the evidence alone
+      answerer-training/     its checkpoints/ (removed like the selector's) and train_log.jsonl
 
 `run_info.json` says "running" when a run starts, then "finished" (with its global step), "failed"
 with the error, or "interrupted" (Ctrl-C or SIGTERM) with the step the same command resumes from. A
@@ -31,7 +35,11 @@ CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_STATE = "expmrc_state.json"
 CACHE_DIR = "cache"
 LOG_FILE = "train_log.jsonl"
-OUTPUTS = (RUN_INFO, PREDICTIONS_FILE, NBEST_FILE, MODEL_DIR, CHECKPOINT_DIR, CACHE_DIR, LOG_FILE)
+SELECTION_FILE = "selected_evidence.json"
+ANSWERER_DIR = "answerer"
+ANSWERER_RUN_DIR = "answerer-training"
+OUTPUTS = (RUN_INFO, PREDICTIONS_FILE, NBEST_FILE, MODEL_DIR, CHECKPOINT_DIR, CACHE_DIR, LOG_FILE, SELECTION_FILE,
+           ANSWERER_DIR, ANSWERER_RUN_DIR)
 
 
 def write_run_info(output_dir: str, info: dict[str, Any]) -> None:

@@ -26,3 +26,22 @@ def choice_file(path, count: int, seed: int) -> str:
                      "options": [options], "answers": [LABELS[gold]], "evidences": [[evidence]]})
     path.write_text(json.dumps({"version": "expmrc-race-generated", "data": data}), encoding="utf-8")
     return str(path)
+
+
+def choice_distractor_file(path, count: int, seed: int) -> str:
+    """Filler sentences, `the answer is X .` (the pseudo evidence, X the gold option's word) and a distractor
+    sentence that starts with another option's word, so that evidence can point at a wrong option."""
+    rng = random.Random(seed)
+    data = []
+    for k in range(count):
+        options = rng.sample(OPTION_WORDS, 4)
+        gold, other = rng.sample(range(4), 2)
+        evidence = f"the answer is {options[gold]} ."
+        sentences = [" ".join(rng.choices(FILLER_WORDS, k=3)) + " ." for _ in range(rng.randint(2, 3))]
+        sentences.insert(rng.randint(0, len(sentences)), evidence)
+        sentences.insert(rng.randint(0, len(sentences)), f"{options[other]} " + " ".join(rng.choices(FILLER_WORDS, k=2))
+                         + " .")
+        data.append({"id": f"d{seed}-{k}", "article": " ".join(sentences), "questions": ["what is it ?"],
+                     "options": [options], "answers": [LABELS[gold]], "evidences": [[evidence]]})
+    path.write_text(json.dumps({"version": "expmrc-race-generated", "data": data}), encoding="utf-8")
+    return str(path)

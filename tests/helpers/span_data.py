@@ -43,3 +43,29 @@ def make_span_file(path: Path, count: int, seed: int, max_sentences: int = 6,
     doc = {"version": version, "data": [{"title": "generated", "paragraphs": paragraphs}]}
     path.write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
     return path
+
+
+NAMES = ["salt", "wool", "timber", "market", "school", "bridge", "stone", "morning", "merchant", "road", "town",
+         "church", "mill", "harbour", "valley", "forest"]  # words every tiny tokenizer knows whole
+
+
+def distractor_file(path, count: int, seed: int) -> str:
+    """Fillers, the fact `the capital is NAME .` (the pseudo evidence, where the gold answer is) and a distractor
+    sentence that starts with the same NAME, so an answer can also be found outside the evidence."""
+    rng = random.Random(seed)
+    paragraphs = []
+    for i in range(count):
+        name = rng.choice(NAMES)
+        sentences = [" ".join(rng.choice(FILLER) for _ in range(rng.randint(3, 5))) + " ."
+                     for _ in range(rng.randint(2, 4))]
+        evidence = f"the capital is {name} ."
+        sentences.insert(rng.randint(0, len(sentences)), evidence)
+        sentences.insert(rng.randint(0, len(sentences)), f"{name} " + " ".join(rng.choices(FILLER, k=3)) + " .")
+        context = " ".join(sentences)
+        start = context.index(evidence) + len("the capital is ")
+        paragraphs.append({"context": context, "qas": [{"id": f"q{seed}-{i}", "question": "what is the capital ?",
+                                                        "answers": [{"text": name, "answer_start": start}],
+                                                        "evidences": [evidence]}]})
+    path.write_text(json.dumps({"version": "expmrc-squad-generated", "data": [{"title": "g", "paragraphs": paragraphs}]}),
+                    encoding="utf-8")
+    return str(path)

@@ -4,7 +4,6 @@ its evidence when J is added to a loss that weighs the evidence too little to le
 from __future__ import annotations
 
 import json
-import random
 from types import SimpleNamespace
 
 import pytest
@@ -22,13 +21,11 @@ from expmrc.models.span import SpanModel
 from expmrc.training.loop import TrainConfig, make_accelerator, predict, train
 from expmrc.training.span_task import run_span
 from helpers.common import needs_punkt
-from helpers.span_data import FILLER, make_span_file
+from helpers.span_data import distractor_file, make_span_file
 from helpers.tiny_backbones import tiny_backbone
 from helpers.tiny_bert import make_tiny_bert_folder
 
 C = (4.96, 2.02, 3.10)
-NAMES = ["salt", "wool", "timber", "market", "school", "bridge", "stone", "morning", "merchant", "road", "town",
-         "church", "mill", "harbour", "valley", "forest"]  # words every tiny tokenizer knows whole
 
 
 def test_regularizer_value_and_masking():
@@ -64,28 +61,6 @@ def test_flags_are_recorded_and_checked(tmp_path, capsys):
     capsys.readouterr()
     assert run_guarded(run_span, flags[:-1] + ["--coupling_c3=-1"]) == 2
     assert "--coupling_c3 must be a finite number of at least 0" in capsys.readouterr().err
-
-
-def distractor_file(path, count: int, seed: int) -> str:
-    """Fillers, the fact `the capital is NAME .` (the pseudo evidence, where the gold answer is) and a distractor
-    sentence that starts with the same NAME, so an answer can also be found outside the evidence."""
-    rng = random.Random(seed)
-    paragraphs = []
-    for i in range(count):
-        name = rng.choice(NAMES)
-        sentences = [" ".join(rng.choice(FILLER) for _ in range(rng.randint(3, 5))) + " ."
-                     for _ in range(rng.randint(2, 4))]
-        evidence = f"the capital is {name} ."
-        sentences.insert(rng.randint(0, len(sentences)), evidence)
-        sentences.insert(rng.randint(0, len(sentences)), f"{name} " + " ".join(rng.choices(FILLER, k=3)) + " .")
-        context = " ".join(sentences)
-        start = context.index(evidence) + len("the capital is ")
-        paragraphs.append({"context": context, "qas": [{"id": f"q{seed}-{i}", "question": "what is the capital ?",
-                                                        "answers": [{"text": name, "answer_start": start}],
-                                                        "evidences": [evidence]}]})
-    path.write_text(json.dumps({"version": "expmrc-squad-generated", "data": [{"title": "g", "paragraphs": paragraphs}]}),
-                    encoding="utf-8")
-    return str(path)
 
 
 def loca_after_training(tmp_path, coupling):
