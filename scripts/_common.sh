@@ -26,12 +26,16 @@ run_command() {  # run "$@", or print it shell-quoted when DRY_RUN=1
   fi
 }
 
-model_flags() {  # PLM_PATH: an original TensorFlow release (bert_model.ckpt.index inside) or a Hugging Face folder
+# model_flags LOWER: PLM_PATH is an original TensorFlow release (bert_model.ckpt.index inside), read with
+# --do_lower_case LOWER (or DO_LOWER_CASE), or a Hugging Face folder or Hub id, whose tokenizer keeps its own
+# casing (--do_lower_case only when DO_LOWER_CASE is set: a forced value would contradict an uncased model)
+model_flags() {
   if [ -e "$PLM_PATH/bert_model.ckpt.index" ]; then
     MODEL_FLAGS=("--vocab_file=$PLM_PATH/vocab.txt" "--bert_config_file=$PLM_PATH/bert_config.json"
-                 "--init_checkpoint=$PLM_PATH/bert_model.ckpt")
+                 "--init_checkpoint=$PLM_PATH/bert_model.ckpt" "--do_lower_case=${DO_LOWER_CASE:-$1}")
   else
     MODEL_FLAGS=("--model_name_or_path=$PLM_PATH")
+    if [ -n "${DO_LOWER_CASE:-}" ]; then MODEL_FLAGS+=("--do_lower_case=$DO_LOWER_CASE"); fi
   fi
 }
 
@@ -51,7 +55,7 @@ run_subset() {
     large) accumulation=4 ;;
     *) die "SIZE must be base or large, got '$SIZE'" ;;
   esac
-  model_flags
+  model_flags "$default_lower"
   local flags=(
     "${MODEL_FLAGS[@]}"
     "--task_name=$subset"
@@ -71,7 +75,6 @@ run_subset() {
     "--save_checkpoints_steps=${SAVE_CHECKPOINTS_STEPS:-1000}"
     "--gradient_accumulation_steps=${GRADIENT_ACCUMULATION_STEPS:-$accumulation}"
     "--mixed_precision=${MIXED_PRECISION:-auto}"
-    "--do_lower_case=${DO_LOWER_CASE:-$default_lower}"
     "--output_dir=$MODEL_PATH"
     "--use_tpu=${USE_TPU:-False}"
   )

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ExpMRC C3 (Chinese, multiple choice): train on pseudo evidence, predict the dev set, with the
 # original release's settings (batch 32 in total, 2 epochs, 512 tokens, learning rate 3e-5, lambda 0.1,
-# do_lower_case True as for the Chinese BERT/MacBERT releases).
+# do_lower_case True for a Chinese BERT/MacBERT release; a Hugging Face folder keeps its own
+# casing).
 #
 #   PLM_PATH=models/chinese_macbert_base DATA_PATH=data/c3 MODEL_PATH=runs/c3-base \
 #     LAMBDA=0.1 bash scripts/run_c3.sh

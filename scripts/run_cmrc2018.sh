@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ExpMRC CMRC 2018 (Chinese, span extraction): train on pseudo evidence, predict the dev set, with the
 # original release's settings (batch 32 in total, 2 epochs, 512 tokens, stride 128, answers up to 40
-# tokens, learning rate 3e-5, lambda 0.01, do_lower_case True as for the Chinese BERT/MacBERT releases).
+# tokens, learning rate 3e-5, lambda 0.01; a TensorFlow release is read with do_lower_case True, as for the
+# Chinese BERT/MacBERT releases; a Hugging Face folder keeps its tokenizer's own casing).
 #
 #   PLM_PATH=models/chinese_macbert_base DATA_PATH=data/cmrc2018 MODEL_PATH=runs/cmrc2018-base \
 #     LAMBDA=0.01 bash scripts/run_cmrc2018.sh

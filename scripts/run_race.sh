@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ExpMRC RACE+ (English, multiple choice): train on pseudo evidence, predict the dev set, with the
 # original release's settings (batch 32 in total, 2 epochs, 512 tokens, learning rate 3e-5, lambda 0.1,
-# do_lower_case False for the cased English BERT).
+# do_lower_case False for the cased English BERT release; a Hugging Face folder keeps its own
+# casing).
 #
 #   PLM_PATH=models/cased_L-12_H-768_A-12 DATA_PATH=data/race MODEL_PATH=runs/race-base \
 #     LAMBDA=0.1 bash scripts/run_race.sh

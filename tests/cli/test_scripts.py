@@ -63,7 +63,12 @@ def test_subset_scripts_use_the_release_settings(script, program, subset, lam, l
     assert flags["model_name_or_path"] == "models/hf-bert"
     assert flags["train_file"] == f"data/x/train-pseudo-{subset}.json"
     assert flags["predict_file"] == f"data/x/expmrc-{subset}-dev.json"
-    assert (flags["task_name"], flags["loss_lambda"], flags["do_lower_case"]) == (subset, lam, lower)
+    assert (flags["task_name"], flags["loss_lambda"]) == (subset, lam)
+    assert "do_lower_case" not in flags  # a Hugging Face folder keeps its tokenizer's casing
+    [tf_command] = dry_run(script, PLM_PATH=str(TINY_TF), DATA_PATH="d", MODEL_PATH="m")
+    assert flags_of(tf_command)["do_lower_case"] == lower  # an original release is read as the release says
+    [forced] = dry_run(script, PLM_PATH="models/hf-bert", DATA_PATH="d", MODEL_PATH="m", DO_LOWER_CASE="True")
+    assert flags_of(forced)["do_lower_case"] == "True"
     assert (flags["train_batch_size"], flags["num_train_epochs"], flags["max_seq_length"], flags["learning_rate"],
             flags["doc_stride"], flags["rand_seed"], flags["output_dir"]) == ("32", "2", "512", "3e-5", "128", "12345",
                                                                              "runs/out dir")
@@ -71,10 +76,9 @@ def test_subset_scripts_use_the_release_settings(script, program, subset, lam, l
     assert ("max_answer_length" in flags) == (program == "run_se_mrc.py")
     parser = pytest.importorskip("expmrc.training.flags").build_parser("span" if program == "run_se_mrc.py" else "choice")
     args = parser.parse_args(command[2:])  # the training scripts' own parser accepts every flag
-    assert args.loss_lambda == float(lam) and args.do_lower_case is (lower == "True")
+    assert args.loss_lambda == float(lam) and args.do_lower_case is None
     # the paper's settings are passed explicitly: left to the defaults (the original scripts'), they would change
-    explicit = ("loss_lambda", "num_train_epochs", "max_seq_length", "max_query_length", "predict_batch_size",
-                "do_lower_case")
+    explicit = ("loss_lambda", "num_train_epochs", "max_seq_length", "max_query_length", "predict_batch_size")
     assert set(explicit) <= set(flags)
     defaults = parser.parse_args(["--output_dir", "x"])
     assert [name for name in explicit if getattr(args, name) != getattr(defaults, name)]
