@@ -79,6 +79,8 @@ def test_span_model_learns_answers_and_evidence(kind, tmp_path):
 
 @pytest.mark.parametrize("kind", ["bert", "roberta"])
 def test_choice_model_learns_answers_and_evidence(kind, tmp_path):
-    (answer_before, _), (answer, evidence) = run("choice", kind, tmp_path, 800, 3e-3)
+    # 1200 steps at 2e-3: with the tokenizers trained on the dev sets and with the built-in fallback texts
+    # (no EXPMRC_DATA) alike, both backbones end at 98-100; 800 steps at 3e-3 left one at 65 without the data
+    (answer_before, _), (answer, evidence) = run("choice", kind, tmp_path, 1200, 2e-3)
     assert answer_before < 60
     assert answer >= 90 and evidence >= 90, (answer, evidence)
