@@ -226,7 +226,7 @@ def read_run(run_dir: str, datasets: DatasetCache, farm: bool = False) -> Run:
     run.status = "finished"
     run.scores = {metric: report.mean(metric) for metric in SCORES}
     figures = report.extra_figures()
-    run.scores["loca"] = next((figures[key] for name, key in LOCA_KEYS.items() if key in figures), None)
+    run.scores["loca"] = next((figures[key] for key in LOCA_KEYS.values() if key in figures), None)
     notes = [f"{report.skipped} of {report.total} questions unanswered (scored 0, as the leaderboard does)"] \
         if report.skipped else []
     if farm:

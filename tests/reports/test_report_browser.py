@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers.common import CHOICE_DATA, ROOT, SPAN_DATA, dev_set, needs_punkt
+from helpers.report_data import SPAN_PRED, SPAN_PRED_B
 
 from expmrc.data.datasets import load_dataset
 from expmrc.reports.browser import Browser, find_browser
@@ -22,15 +23,6 @@ pytestmark = [needs_punkt, pytest.mark.skipif(find_browser() is None,
                                               reason="no Chromium installed (apt-get install chromium)")]
 
 PWN = "<script>window.pwned = 1</script>"
-SPAN_PRED = {
-    "q1": {"answer": "Melbourne", "evidence": "Melbourne is the sporting capital of Australia."},
-    "q2": {"answer": "Sydney", "evidence": "It hosts the Open."},
-}
-SPAN_PRED_B = {
-    "q1": {"answer": "Australia", "evidence": "It hosts the Open."},
-    "q2": {"answer": "Sydney", "evidence": "Sydney is larger."},
-    "q3": {"answer": "Open", "evidence": "It hosts the Open."},
-}
 VISIBLE_IDS = ("Array.from(document.querySelectorAll('#question-table tr.qrow'))"
                ".filter(r => !r.hidden).map(r => r.querySelector('button.open').textContent)")
 DRAWN_RANGES = """(() => {

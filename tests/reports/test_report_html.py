@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 import pytest
 
 from helpers.common import CHOICE_DATA, ROOT, SPAN_DATA, needs_punkt
+from helpers.report_data import SPAN_PRED, SPAN_PRED_B
 
 from expmrc.data.datasets import load_dataset
 from expmrc.errors import ExpmrcError
@@ -19,15 +20,6 @@ from expmrc.reports.html import build_report, load_submissions, locate, quadrant
 
 pytestmark = needs_punkt
 
-SPAN_PRED = {
-    "q1": {"answer": "Melbourne", "evidence": "Melbourne is the sporting capital of Australia."},
-    "q2": {"answer": "Sydney", "evidence": "It hosts the Open."},
-}
-SPAN_PRED_B = {
-    "q1": {"answer": "Australia", "evidence": "It hosts the Open."},
-    "q2": {"answer": "Sydney", "evidence": "Sydney is larger."},
-    "q3": {"answer": "Open", "evidence": "It hosts the Open."},
-}
 CHOICE_PRED = {"m1-0": {"answer": "A", "evidence": "小明去北京。"}, "m1-1": {"answer": "C", "evidence": "天很蓝。"},
                "m2-0": {"answer": "B", "evidence": "天很蓝。"}}
 HOSTILE = "<script>alert('x')</script> & </script><b>bold</b> \"quoted\""
