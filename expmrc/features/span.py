@@ -1,11 +1,13 @@
 """Span-extraction features: the tokenizer's own pair encoding of question and passage, in windows.
 
-Built as the Hugging Face question-answering example builds them: the question first (cut to
-`max_query_length` tokens at a token boundary of its own text), only the passage truncated,
-overflowing windows whose starts lie `doc_stride` passage tokens apart (the tokenizer's `stride` is
-the overlap, so it is set per question length), offsets and `sequence_ids` telling the passage
-tokens apart. Special tokens, their order and the token types are the tokenizer's (see
-`expmrc.features.windows` for windows, labels and the table).
+Laid out as the Hugging Face question-answering example lays them out: the question first (cut to
+`max_query_length` tokens at a token boundary of its own text), only the passage cut into windows whose
+starts lie `doc_stride` passage tokens apart (the original release's step; the example's `stride` is
+the overlap instead), the tokenizer's own special tokens, order and token types, offsets into the
+passage. Built from batched calls to the tokenizer's Rust backend over all questions and all distinct
+passages at once (each passage tokenized once however many questions share it): the passage tokens of
+a window are exactly those the tokenizer's overflowing pair encoding gives, since it truncates the
+passage's own encoding (see `expmrc.features.windows` for windows, labels and the table).
 
 Training labels come from the first answer (`windows.locate_answer`) and the question's evidences
 (`windows.locate_evidence`), with these rules for bad input, each counted in the `FeatureReport`:
@@ -21,16 +23,16 @@ tokens), so every question is answered.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any, Sequence
 
+import numpy as np
 from tqdm import tqdm
 
 from expmrc.data.datasets import SpanQuestion
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import (IGNORE, FeatureReport, FeatureTable, PairTemplate, TableBuilder,
-                                     char_span_to_tokens, count_unknown, locate_answer, locate_evidence,
-                                     max_context, window_label)
+                                     char_span_to_tokens, encode_texts, locate_answer, locate_evidence,
+                                     max_context_flags, window_label, window_starts)
 
 
 def truncated_question(text: str, tokenizer: Any, max_tokens: int) -> tuple[str, int, bool]:
@@ -70,11 +72,12 @@ def build_span_features(questions: Sequence[SpanQuestion], tokenizer: Any, max_s
     """Windows (with labels when `is_training`) for every question, in question order; see the module docstring."""
     if not getattr(tokenizer, "is_fast", False):
         raise ExpmrcError("the tokenizer must be a fast tokenizer: character offsets are needed")
+    if doc_stride < 1:
+        raise ExpmrcError(f"--doc_stride must be at least 1 token (got {doc_stride})")
     template = PairTemplate.of(tokenizer, token_types)
     report = FeatureReport(questions=len(questions))
-    texts: dict[int, str] = {}
     labels: dict[int, tuple[tuple[int, int], tuple[int, int] | None]] = {}
-    groups: dict[int, list[int]] = defaultdict(list)  # question tokens -> question indices
+    kept: list[int] = []
     for index, question in enumerate(questions):
         if is_training:
             label = training_labels(question, report)
@@ -82,89 +85,107 @@ def build_span_features(questions: Sequence[SpanQuestion], tokenizer: Any, max_s
                 report.skipped += 1
                 continue
             labels[index] = label
-        text, length, cut = truncated_question(question.question.strip(), tokenizer, max_query_length)
-        if cut:
-            report.note("question_truncated", question.qid)
-        texts[index] = text
-        groups[length].append(index)
-
-    windows: dict[int, list[dict[str, Any]]] = {}
-    bar = tqdm(total=len(texts), desc="span windows", unit="question", disable=not progress, leave=False)
-    for length, members in sorted(groups.items()):
-        capacity = max_seq_length - length - template.specials
-        if capacity < 1:
-            raise ExpmrcError(f"question {questions[members[0]].qid}: its {length} question tokens leave no room for "
-                              f"the passage in --max_seq_length {max_seq_length}; lower --max_query_length")
-        overlap = max(0, capacity - doc_stride)
-        encoded = tokenizer([texts[i] for i in members], [questions[i].context for i in members],
-                            truncation="only_second", max_length=max_seq_length, stride=overlap,
-                            return_overflowing_tokens=True, return_offsets_mapping=True,
-                            return_token_type_ids=token_types, padding=False)
-        for row, sample in enumerate(encoded["overflow_to_sample_mapping"]):
-            windows.setdefault(members[sample], []).append(_window(encoded, row, overlap))
-        bar.update(len(members))
-    bar.close()
-
+        kept.append(index)
+    asked = question_tokens(tokenizer, [questions[i] for i in kept], max_query_length, report)
+    passages = passage_tokens(tokenizer, [questions[i].context for i in kept])
     builder = TableBuilder("span", token_types)
     unknown = getattr(tokenizer, "unk_token_id", None)
-    for index in sorted(windows):
-        _add_question(builder, report, questions[index], index, windows[index], labels.get(index), unknown)
+    for index, (ids, length) in zip(tqdm(kept, desc="span windows", unit="question", disable=not progress,
+                                         leave=False), asked):
+        capacity = max_seq_length - length - template.specials
+        room = max_seq_length - len(ids) - template.specials  # the passage tokens the pair encoding keeps
+        if min(capacity, room) < 1:
+            raise ExpmrcError(f"question {questions[index].qid}: its {length} question tokens leave no room for "
+                              f"the passage in --max_seq_length {max_seq_length}; lower --max_query_length")
+        windows = Windows(template, ids, *passages[questions[index].context], room, max(0, capacity - doc_stride))
+        _add_question(builder, report, questions[index].qid, index, windows, labels.get(index), unknown)
     report.windows = len(builder.window_ptr) - 1
     return builder.build(), report
 
 
-def _window(encoded: Any, row: int, overlap: int) -> dict[str, Any]:
-    """One overflowing encoding as a window: its ids, types, passage positions and offsets."""
-    sequence = encoded.sequence_ids(row)
-    passage = [j for j, s in enumerate(sequence) if s == 1]
-    question = [j for j, s in enumerate(sequence) if s == 0]
-    specials = [j for j, s in enumerate(sequence) if s is None]
-    ids = list(encoded["input_ids"][row])
-    offsets = [encoded["offset_mapping"][row][j] for j in passage]
-    types = list(encoded["token_type_ids"][row]) if "token_type_ids" in encoded else None
-    return {"ids": ids, "types": types, "passage_pos": passage[0] if passage else len(ids), "offsets": offsets,
-            "null_pos": specials[0] if specials else 0, "overlap": overlap,
-            "content": [ids[j] for j in question + passage]}
+def question_tokens(tokenizer: Any, questions: Sequence[SpanQuestion], max_tokens: int,
+                    report: FeatureReport) -> list[tuple[np.ndarray, int]]:
+    """Each stripped question's token ids as the pair encoding sees them, and its token count for the window
+    step: a question longer than `max_tokens` is cut after that token (`truncated_question`) and its cut text
+    re-tokenized, all in two batched calls."""
+    texts = [q.question.strip() for q in questions]
+    encodings = encode_texts(tokenizer, texts)
+    cut = {i: texts[i][:e.offsets[max_tokens - 1][1]] for i, e in enumerate(encodings) if len(e.ids) > max_tokens}
+    recut = dict(zip(cut, encode_texts(tokenizer, list(cut.values())))) if cut else {}
+    tokens = []
+    for i, encoding in enumerate(encodings):
+        if i in cut:
+            report.note("question_truncated", questions[i].qid)
+        tokens.append((np.asarray(recut.get(i, encoding).ids, dtype=np.int32), min(len(encoding.ids), max_tokens)))
+    return tokens
 
 
-def _add_question(builder: TableBuilder, report: FeatureReport, question: SpanQuestion, index: int,
-                  windows: list[dict[str, Any]], label: tuple | None, unknown: int | None) -> None:
+def passage_tokens(tokenizer: Any, passages: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Token ids and character offsets ([n, 2]) of each distinct passage, from one batched call."""
+    distinct = list(dict.fromkeys(passages))
+    return {text: (np.asarray(e.ids, dtype=np.int32), np.asarray(e.offsets, dtype=np.int32).reshape(-1, 2))
+            for text, e in zip(distinct, encode_texts(tokenizer, distinct))}
+
+
+class Windows:
+    """One question's windows: the passage cut into `room`-token pieces overlapping by `overlap` tokens (the
+    original `doc_stride` step), each laid out after the question by the pair template."""
+
+    def __init__(self, template: PairTemplate, question: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
+                 room: int, overlap: int) -> None:
+        self.question, self.ids, self.offsets = question, ids, offsets
+        self.starts = window_starts(len(ids), room, room - overlap)
+        self.lengths = [min(room, len(ids) - start) for start in self.starts]
+        self.flags = max_context_flags(self.starts, self.lengths, len(ids))  # window after window
+        self.flag_ptr = np.cumsum([0, *self.lengths]).tolist()
+        self.prefix = np.asarray([*template.before, *question.tolist(), *template.between], dtype=np.int32)
+        self.after = np.asarray(template.after, dtype=np.int32)
+        self.template = template
+        # the first special token of a row: before the question, else between the texts, else after the passage
+        self.first_special = 0 if template.before else len(question) if template.between else None
+
+    def row(self, w: int) -> tuple[np.ndarray, np.ndarray | None, int, int]:
+        """Window `w`'s token ids, token types, first passage position and null position."""
+        start, length = self.starts[w], self.lengths[w]
+        ids = np.concatenate([self.prefix, self.ids[start:start + length], self.after])
+        t = self.template
+        types = None if t.types is None else np.repeat(np.asarray(t.types, dtype=np.int8), [
+            len(t.before), len(self.question), len(t.between), length, len(t.after)])
+        null = self.first_special if self.first_special is not None else (len(self.prefix) + length if t.after else 0)
+        return ids, types, len(self.prefix) if length else len(ids), null
+
+
+def _add_question(builder: TableBuilder, report: FeatureReport, qid: str, index: int, windows: Windows,
+                  label: tuple | None, unknown: int | None) -> None:
     """Place one question's windows, with max-context flags and labels, into the table."""
-    starts, lengths = [], []
-    for w, window in enumerate(windows):
-        starts.append(0 if w == 0 else starts[-1] + lengths[-1] - window["overlap"])
-        lengths.append(len(window["offsets"]))
-    total = starts[-1] + lengths[-1]
-    flags = max_context(starts, lengths, total)
-    passage_offsets: list[Any] = [None] * total
-    for start, window in zip(starts, windows):
-        passage_offsets[start:start + len(window["offsets"])] = window["offsets"]
     answer_tokens = evidence_tokens = None
     if label is not None:
-        answer_tokens = char_span_to_tokens(passage_offsets, *label[0])
+        answer_tokens = char_span_to_tokens(windows.offsets, *label[0])
         if answer_tokens is None:  # the answer is only characters the tokenizer drops
-            report.note("answer_not_found", question.qid)
+            report.note("answer_not_found", qid)
             report.skipped += 1
             return
         if label[1] is not None:
-            evidence_tokens = char_span_to_tokens(passage_offsets, *label[1])
+            evidence_tokens = char_span_to_tokens(windows.offsets, *label[1])
             if evidence_tokens is None:
-                report.note("evidence_not_found", question.qid)
-    if len(windows) > 1:
+                report.note("evidence_not_found", qid)
+    if len(windows.starts) > 1:
         report.multi_window_questions += 1
+    question_unknown = int(np.count_nonzero(windows.question == unknown)) if unknown is not None else 0
     labelled = False
-    for start, length, window_flags, window in zip(starts, lengths, flags, windows):
-        columns: dict[str, int] = {"question_index": index, "passage_pos": window["passage_pos"],
-                                   "null_pos": window["null_pos"]}
+    for w, (start, length) in enumerate(zip(windows.starts, windows.lengths)):
+        ids, types, passage_pos, null_pos = windows.row(w)
+        columns: dict[str, int] = {"question_index": index, "passage_pos": passage_pos, "null_pos": null_pos}
         if label is not None:
-            where = (start, start + length, window["passage_pos"], window["null_pos"])
+            where = (start, start + length, passage_pos, null_pos)
             columns["start_positions"], columns["end_positions"] = window_label(answer_tokens, *where)
-            labelled |= columns["start_positions"] != window["null_pos"]
-            if evidence_tokens is not None:
-                columns["evidence_start"], columns["evidence_end"] = window_label(evidence_tokens, *where)
-            else:
-                columns["evidence_start"] = columns["evidence_end"] = IGNORE
-        count_unknown(report, window["content"], unknown)
-        builder.add([(window["ids"], window["types"])], window["offsets"], window_flags, **columns)
+            labelled |= columns["start_positions"] != null_pos
+            columns["evidence_start"], columns["evidence_end"] = (
+                window_label(evidence_tokens, *where) if evidence_tokens is not None else (IGNORE, IGNORE))
+        report.tokens += len(windows.question) + length
+        if unknown is not None:
+            report.unknown_tokens += question_unknown + int(np.count_nonzero(windows.ids[start:start + length] == unknown))
+        builder.add([(ids, types)], windows.offsets[start:start + length], windows.flags[windows.flag_ptr[w]:windows.flag_ptr[w + 1]],
+                    **columns)
     if label is not None and not labelled:
-        report.note("answer_outside_all_windows", question.qid)
+        report.note("answer_outside_all_windows", qid)

@@ -83,6 +83,19 @@ class PairTemplate:
         return ids, [t for part, t in zip(parts, self.types) for _ in range(len(part))]
 
 
+def encode_texts(tokenizer: Any, texts: Sequence[str]) -> list[Any]:
+    """The tokenizer's own encodings (`tokenizers.Encoding`: ids, offsets) of texts without special tokens, in one
+    batched call to its Rust backend: what `tokenizer(text, add_special_tokens=False)` gives for each text,
+    without converting every encoding to Python lists on the way."""
+    backend = tokenizer.backend_tokenizer
+    backend.no_truncation()  # as the tokenizer's own call without truncation or padding sets it
+    backend.no_padding()
+    split = bool(getattr(tokenizer, "split_special_tokens", False))
+    if backend.encode_special_tokens != split:
+        backend.encode_special_tokens = split
+    return backend.encode_batch(list(texts), add_special_tokens=False)
+
+
 def uses_token_types(tokenizer: Any, config: Any) -> bool:
     """Whether rows carry token type ids: only when the tokenizer makes them and the model has types."""
     return "token_type_ids" in getattr(tokenizer, "model_input_names", ()) and \
@@ -97,30 +110,39 @@ def window_starts(num_tokens: int, capacity: int, step: int) -> list[int]:
     return starts
 
 
-def max_context(starts: Sequence[int], lengths: Sequence[int], num_tokens: int) -> list[list[bool]]:
-    """Per window, whether each of its tokens has more context there than in any other window.
+def max_context_flags(starts: Sequence[int], lengths: Sequence[int], num_tokens: int) -> np.ndarray:
+    """Per window, whether each of its tokens has more context there than in any other window; the windows'
+    flags back to back in one array.
 
     A token's context in a window is min(tokens before it, tokens after it) there; ties go to the
     earlier window, so every token is trusted in exactly one window.
     """
-    best = [(-1, -1)] * num_tokens  # token -> (context, window)
+    best = np.full(num_tokens, -1, dtype=np.int64)  # token -> its most context so far
+    owner = np.full(num_tokens, -1, dtype=np.int64)  # token -> the window giving it
     for w, (start, length) in enumerate(zip(starts, lengths)):
-        for i in range(length):
-            context = min(i, length - 1 - i)
-            if context > best[start + i][0]:
-                best[start + i] = (context, w)
-    return [[best[start + i][1] == w for i in range(length)] for w, (start, length) in enumerate(zip(starts, lengths))]
+        position = np.arange(length)
+        context = np.minimum(position, length - 1 - position)
+        better = context > best[start:start + length]
+        best[start:start + length][better] = context[better]
+        owner[start:start + length][better] = w
+    if not len(starts):
+        return np.zeros(0, dtype=np.bool_)
+    return np.concatenate([owner[start:start + length] == w
+                           for w, (start, length) in enumerate(zip(starts, lengths))])
 
 
-def char_span_to_tokens(offsets: Sequence[Sequence[int]], start: int, end: int) -> tuple[int, int] | None:
+def max_context(starts: Sequence[int], lengths: Sequence[int], num_tokens: int) -> list[list[bool]]:
+    """`max_context_flags` as one list of flags per window."""
+    flags = max_context_flags(starts, lengths, num_tokens).tolist()
+    cuts = np.cumsum([0, *lengths]).tolist()
+    return [flags[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
+def char_span_to_tokens(offsets: Sequence[Sequence[int]] | np.ndarray, start: int, end: int) -> tuple[int, int] | None:
     """The first and last token overlapping characters [start, end), or None when none does."""
-    first = last = None
-    for index, (token_start, token_end) in enumerate(offsets):
-        if token_end > start and token_start < end and token_end > token_start:
-            if first is None:
-                first = index
-            last = index
-    return None if first is None else (first, last)
+    spans = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    hits = np.flatnonzero((spans[:, 1] > start) & (spans[:, 0] < end) & (spans[:, 1] > spans[:, 0]))
+    return None if not len(hits) else (int(hits[0]), int(hits[-1]))
 
 
 def window_label(tokens: tuple[int, int] | None, start: int, end: int, passage_pos: int,
@@ -290,43 +312,46 @@ class TableBuilder:
     def __init__(self, task: str, token_types: bool) -> None:
         self.task = task
         self.token_types = token_types
-        self.ids: list[int] = []
-        self.types: list[int] = []
+        self.ids: list[np.ndarray] = []  # chunks, packed by build()
+        self.types: list[np.ndarray] = []
         self.row_ptr = [0]
         self.window_ptr = [0]
         self.columns: dict[str, list[int]] = {name: [] for name in WINDOW_COLUMNS}
-        self.offsets: list[tuple[int, int]] = []
-        self.flags: list[bool] = []
+        self.offsets: list[np.ndarray] = []
+        self.flags: list[np.ndarray] = []
         self.passage_ptr = [0]
 
-    def add(self, rows: Sequence[tuple[list[int], list[int] | None]], offsets: Sequence[Sequence[int]],
-            flags: Sequence[bool], **columns: int) -> None:
-        """Add one window: its rows (ids, token types), its passage offsets and flags, and its columns."""
+    def add(self, rows: Sequence[tuple[Sequence[int], Sequence[int] | None]], offsets: Sequence[Sequence[int]] | np.ndarray,
+            flags: Sequence[bool] | np.ndarray, **columns: int) -> None:
+        """Add one window: its rows (ids, token types), its passage offsets ([n, 2]) and flags, and its columns."""
         for ids, types in rows:
-            self.ids.extend(ids)
+            self.ids.append(np.asarray(ids, dtype=np.int32))
             if self.token_types:
-                self.types.extend(types)
-            self.row_ptr.append(len(self.ids))
+                self.types.append(np.asarray(types, dtype=np.int8))
+            self.row_ptr.append(self.row_ptr[-1] + len(ids))
         self.window_ptr.append(len(self.row_ptr) - 1)
         for name, default in WINDOW_COLUMNS.items():
             self.columns[name].append(columns.get(name, default))
-        self.offsets.extend((int(a), int(b)) for a, b in offsets)
-        self.flags.extend(bool(f) for f in flags)
-        self.passage_ptr.append(len(self.offsets))
+        self.offsets.append(np.asarray(offsets, dtype=np.int32).reshape(-1, 2))
+        self.flags.append(np.asarray(flags, dtype=np.bool_))
+        self.passage_ptr.append(self.passage_ptr[-1] + len(self.offsets[-1]))
 
     def build(self) -> FeatureTable:
         """The packed table."""
+        def packed(chunks: list[np.ndarray], dtype: type, shape: tuple[int, ...] = (0,)) -> np.ndarray:
+            return np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(shape, dtype=dtype)
+
         arrays = {
-            "input_ids": np.asarray(self.ids, dtype=np.int32),
+            "input_ids": packed(self.ids, np.int32),
             "row_ptr": np.asarray(self.row_ptr, dtype=np.int64),
             "window_ptr": np.asarray(self.window_ptr, dtype=np.int64),
             "passage_ptr": np.asarray(self.passage_ptr, dtype=np.int64),
-            "offsets": np.asarray(self.offsets, dtype=np.int32).reshape(-1, 2),
-            "max_context": np.asarray(self.flags, dtype=np.bool_),
+            "offsets": packed(self.offsets, np.int32, (0, 2)),
+            "max_context": packed(self.flags, np.bool_),
             **{name: np.asarray(values, dtype=np.int32) for name, values in self.columns.items()},
         }
         if self.token_types:
-            arrays["token_type_ids"] = np.asarray(self.types, dtype=np.int8)
+            arrays["token_type_ids"] = packed(self.types, np.int8)
         return FeatureTable(self.task, arrays)
 
 
