@@ -101,6 +101,9 @@ def extract(dataset: Dataset, method: Method, answers: dict[str, tuple[str, int 
     queries = _queries(questions, answers, answers_path or dataset.path)
     written, evidences = {}, {}
     empty, undelimited, not_found, no_overlap, none = [], set(), [], [], []
+    prefetch = getattr(method.pick, "prefetch", None)  # idf-window embeds all questions' texts at once
+    if prefetch is not None:
+        prefetch([(prepare_passage(passage_of(q), method.rule), queries[q.qid]) for q in questions], progress)
     for q in tqdm(questions, desc=f"evidence ({method.name})", unit="q", disable=not progress, leave=False):
         query = queries[q.qid]
         passage = prepare_passage(passage_of(q), method.rule)

@@ -215,7 +215,7 @@ class IdfWindow:
         s = self.settings
         question_mass = sum(question.values())
         n = len(sentence_terms)
-        runs = [(first, last) for first in range(n) for last in range(first, min(first + s.max_sentences, n))]
+        runs = self._runs(n)
         dense = self._dense(passage, runs, query) if self.encoder else {}
         quotes = quoted_phrases(query.question) if s.quote_bonus else []
         quoted = [any(p.search(x.text) for p in quotes) for x in passage.sentences]
@@ -235,12 +235,32 @@ class IdfWindow:
                     best = (value, first, last)
         return make_evidence(passage, best[1], best[2], best[0])
 
+    def _runs(self, n: int) -> list[tuple[int, int]]:
+        """(first, last) of every run of 1..max_sentences of a passage's n sentences."""
+        return [(first, last) for first in range(n) for last in range(first, min(first + self.settings.max_sentences, n))]
+
+    @staticmethod
+    def _dense_texts(passage: Passage, runs: list[tuple[int, int]], query: Query) -> list[str]:
+        """The texts the dense term embeds for a question: each run's text, then question + option."""
+        sentences = passage.sentences
+        return [passage.text[sentences[a].start:sentences[b].end] for a, b in runs] + [
+            f"{query.question} {query.answer_text}"]
+
     def _dense(self, passage: Passage, runs: list[tuple[int, int]], query: Query) -> dict[tuple[int, int], float]:
         """(first, last) -> cosine similarity of the run's text and question + option text."""
-        sentences = passage.sentences
-        texts = [passage.text[sentences[a].start:sentences[b].end] for a, b in runs]
-        vectors = self.encoder.encode(texts + [f"{query.question} {query.answer_text}"])
+        vectors = self.encoder.encode(self._dense_texts(passage, runs, query))
         return dict(zip(runs, (vectors[:-1] @ vectors[-1]).tolist()))
+
+    def prefetch(self, items: Iterable[tuple[Passage, Query]], progress: bool = False) -> None:
+        """Embed, in one pass over all questions, every text the dense term will ask for when these
+        questions are picked (batches of similar lengths across questions pad far less than one question's)."""
+        if self.encoder is None:
+            return
+        texts: list[str] = []
+        for passage, query in items:
+            if passage.sentences and (query.options or locate(passage, query.answer_text, query.answer_start) is None):
+                texts.extend(self._dense_texts(passage, self._runs(len(passage.sentences)), query))
+        self.encoder.encode(texts, progress)
 
     def _anchored(self, passage: Passage, start: int, end: int, key: dict[str, float], key_mass: float,
                   weigh) -> Evidence:

@@ -8,6 +8,7 @@ so the lexical evidence methods never pay for them.
 from __future__ import annotations
 
 import numpy as np
+from tqdm import tqdm
 
 MAX_TOKENS = 256
 
@@ -30,20 +31,27 @@ class SentenceEncoder:
         self._tokenizer = AutoTokenizer.from_pretrained(path)
         self._model = AutoModel.from_pretrained(path).eval()
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """The unit-length embedding of each text (rows in the order given)."""
-        missing = sorted({t for t in texts if t not in self.cache}, key=len)  # similar lengths batch well
+    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+        """The unit-length embedding of each text (rows in the order given).
+
+        The texts not yet embedded are tokenized in one batched call and run through the model in
+        batches of similar token counts, so a batch pads little however many questions its texts came from.
+        """
+        missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
         if missing:
             if self._model is None:
                 self._load()
             torch = self._torch
+            encoded = self._tokenizer(missing, truncation=True, max_length=MAX_TOKENS)
+            order = sorted(range(len(missing)), key=lambda i: (len(encoded["input_ids"][i]), i))
             with torch.inference_mode():
-                for i in range(0, len(missing), self.batch_size):
-                    batch = missing[i:i + self.batch_size]
-                    inputs = self._tokenizer(batch, padding=True, truncation=True, max_length=MAX_TOKENS,
-                                             return_tensors="pt")
+                for start in tqdm(range(0, len(order), self.batch_size), desc="sentence embeddings", unit="batch",
+                                  disable=not progress, leave=False):
+                    batch = order[start:start + self.batch_size]
+                    inputs = self._tokenizer.pad({k: [v[i] for i in batch] for k, v in encoded.items()},
+                                                 return_tensors="pt")
                     hidden = self._model(**inputs).last_hidden_state
                     mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                     pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
-                    self.cache.update(zip(batch, pooled.numpy()))
+                    self.cache.update(zip((missing[i] for i in batch), pooled.numpy()))
         return np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
