@@ -53,9 +53,9 @@ class Resampling:
         if not (isinstance(self.confidence, float) and 0 < self.confidence < 1):
             raise ExpmrcError(f"the confidence level must be a number between 0 and 1, got {self.confidence!r}")
 
-    def describe(self, kind: str = "ci") -> str:
+    def describe(self) -> str:
         """The signature part, e.g. `ci:bs-1000+seed-12345+conf-0.95`."""
-        return f"{kind}:{'ar' if kind == 'test-ar' else 'bs'}-{self.resamples}+seed-{self.seed}+conf-{self.confidence:g}"
+        return f"ci:bs-{self.resamples}+seed-{self.seed}+conf-{self.confidence:g}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"method": "bootstrap over questions", "resamples": self.resamples, "seed": self.seed,
@@ -80,9 +80,10 @@ def figure_parts(report: Report) -> dict[str, Parts]:
     figures = report.extra_figures()
     for metric in report.metrics:
         values = [q.extra[metric.name] if q.answered else None for q in report.questions]
-        for key, (num, den) in (metric.parts(values) if metric.parts else {}).items():
-            if figures.get(key) is not None:
-                parts[key] = (np.asarray(num, float), np.asarray(den, float))
+        given = metric.parts(values) if metric.parts else {}
+        for key in metric.keys:  # in the order reports show them
+            if key in given and figures.get(key) is not None:
+                parts[key] = (np.asarray(given[key][0], float), np.asarray(given[key][1], float))
     return parts
 
 
