@@ -11,7 +11,15 @@ from expmrc.data.datasets import SUBSETS, load_dataset
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import select
 from expmrc.scoring.scorer import Report, score_files, signature
-from expmrc.scoring.stats import ALPHA, DEFAULT_TRIALS, TESTS, Difference, Resampling, check_same_dataset, compare
+from expmrc.scoring.stats import (
+    ALPHA,
+    DEFAULT_TRIALS,
+    TESTS,
+    Difference,
+    Resampling,
+    check_same_dataset,
+    compare,
+)
 
 DESCRIPTION = """\
 Compare each SYSTEM submission with the BASELINE submission on the same questions of DATASET, and say

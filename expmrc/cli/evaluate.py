@@ -11,8 +11,8 @@ from expmrc.data.datasets import SUBSETS, load_dataset
 from expmrc.data.io import check_output_path, write_text_atomic
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import METRICS, select
-from expmrc.scoring.stats import Resampling, intervals
 from expmrc.scoring.scorer import Report, coverage_warnings, score_files, signature
+from expmrc.scoring.stats import Resampling, intervals
 
 _HELP = """\
 Score one or more submissions with the leaderboard's metric (the same numbers as eval_expmrc.py),

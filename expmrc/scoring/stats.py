@@ -19,8 +19,9 @@ Unlike sacrebleu, which counts only statistics strictly above |Δ|, a statistic 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
