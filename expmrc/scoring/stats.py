@@ -242,8 +242,3 @@ def check_same_dataset(reports: Sequence[Report]) -> None:
         if report.skipped == report.total:
             raise ExpmrcError(f"{report.prediction_path}: answers none of the questions of {report.dataset_path}")
 
-
-def mean_vectors(vectors: Sequence[np.ndarray]) -> np.ndarray:
-    """The per-question mean of several runs' score vectors (the seeds of one setting)."""
-    return np.mean(np.stack(vectors), axis=0)
-
