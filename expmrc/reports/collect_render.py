@@ -225,8 +225,8 @@ def lambda_figure(groups: list[Group]) -> Any:
 def _interval_band(ax: Any, x: list[float], series: list[Group], metric: str, colour: str) -> None:
     """The interval over questions as a shaded band; points filled where the setting is the best or does not
     differ significantly from it, hollow where it is significantly worse."""
-    spans = [g.intervals.get(metric) for g in series]
-    if all(span is not None for span in spans):
+    spans = [span for g in series if (span := g.intervals.get(metric)) is not None]
+    if len(spans) == len(series):
         ax.fill_between(x, [s[0] for s in spans], [s[1] for s in spans], color=colour, alpha=0.12, linewidth=0)
     for xi, group in zip(x, series):
         filled = group.marker(metric) != "" or metric not in group.p_best

@@ -343,7 +343,7 @@ def paired_test(submissions: list[Submission]) -> dict[str, Any] | None:
     a, b = (sub.report for sub in submissions)
     rows = [{"key": key, "a": d.baseline, "b": d.system, "delta": d.delta, "ci": d.ci, "p": d.p,
              "significant": d.significant} for key, d in compare(a, b, "bootstrap", settings).items()]
-    changes = []
+    changes: list[dict[str, Any]] = []
     for qa, qb in zip(a.questions, b.questions):
         before, after = (q.overall if q.answered and q.overall is not None else 0.0 for q in (qa, qb))
         if after != before:

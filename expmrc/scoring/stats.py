@@ -164,7 +164,7 @@ class Difference:
     def as_dict(self) -> dict[str, Any]:
         return {"baseline": round(self.baseline, 3), "system": round(self.system, 3), "delta": round(self.delta, 3),
                 "ci": None if self.ci is None else [round(self.ci[0], 3), round(self.ci[1], 3)],
-                "p": round(self.p, 4)}
+                "p": self.p}
 
 
 def p_value(statistics: np.ndarray, observed: float) -> float:
