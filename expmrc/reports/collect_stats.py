@@ -129,14 +129,14 @@ def compare_settings(groups: list[Group], settings: stats.Resampling = stats.Res
         counts = stats.index_counts(stats.resample_indices(n, settings.resamples, settings.seed), n)
         ones = np.ones(n)
         for metric in SCORES:
-            parts = {id(g): (g.question_mean(metric), ones) for g in family}
-            figures = stats.resampled({str(k): v for k, v in parts.items()}, counts)
-            best = max(family, key=lambda g: (g.mean(metric), -g.loss_lambda))
-            for group in family:
-                group.intervals[metric] = stats.order_interval(figures[str(id(group))], settings.confidence)
-                if group is best:
+            parts = {str(k): (g.question_mean(metric), ones) for k, g in enumerate(family)}
+            figures = stats.resampled(parts, counts)
+            best = max(range(len(family)), key=lambda k: (family[k].mean(metric) or 0.0, -family[k].loss_lambda))
+            for k, group in enumerate(family):
+                group.intervals[metric] = stats.order_interval(figures[str(k)], settings.confidence)
+                if k == best:
                     group.p_best[metric] = None
                     continue
-                test = stats.paired_bootstrap({metric: parts[id(best)]}, {metric: parts[id(group)]}, counts,
+                test = stats.paired_bootstrap({metric: parts[str(best)]}, {metric: parts[str(k)]}, counts,
                                               settings.confidence)
                 group.p_best[metric] = test[metric].p
