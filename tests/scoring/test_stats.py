@@ -159,6 +159,10 @@ def test_evaluate_ci_and_compare_json_shapes(tmp_path, capsys):
     ci = out["results"][0]["CI"]
     assert set(ci) == {"ALL_F1", "ANS_F1", "EVI_F1", "ANS_EM"} and ci["ANS_F1"][0] <= out["results"][0]["ANS_F1"]
     assert "ci:bs-1000+seed-12345+conf-0.95" in out["signature"]
+    assert cli_main(["evaluate", dataset.path, paths[0], "--ci", "--seed", "9", "--ci-resamples", "50"]) == 0
+    text = capsys.readouterr().out
+    assert "95% confidence intervals: bootstrap over questions, 50 resamples, seed 9" in text
+    assert "|ci:bs-50+seed-9+conf-0.95" in text
     assert cli_main(["compare", dataset.path, paths[0], paths[1], "--json", "--metrics", ""]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"baseline", "test", "systems"} and out["test"] == "bootstrap"
