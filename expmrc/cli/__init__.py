@@ -19,6 +19,7 @@ from expmrc.errors import ExpmrcError, Terminated
 # name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("expmrc.cli.evaluate", "score one or more submissions, with breakdowns and a signature"),
+    "compare": ("expmrc.cli.compare", "paired significance tests of submissions against a baseline (bootstrap, randomization)"),
     "human": ("expmrc.cli.human", "estimate human performance by cross-validation over the references"),
     "download": ("expmrc.cli.download", "fetch or import the four ExpMRC dev sets, checksum-verified"),
     "evidence": ("expmrc.cli.evidence", "pick evidence with an unsupervised method and write a submission"),

@@ -8,11 +8,17 @@ import sys
 DESCRIPTION = """\
 Score every run directory's dev_predictions.json on its dev set (run_info.json's predict_file, or
 --data) and group the runs by subset, model and lambda over seeds. Writes into --output-dir:
-  table3.md   maximum over seeds (the paper's Table 3), mean ± std (its lambda figure), every setting,
-              and the runs left out (unfinished, failed or unscorable) with the reason
-  table3.csv  one row per setting: mean, sample std and max of answer, evidence and overall
+  table3.md   maximum over seeds (the paper's Table 3), mean ± std (its lambda figure), the 95%
+              interval over questions of each setting (bootstrap of its seeds' mean per question,
+              1000 resamples, seed 12345) marked ★ for the best setting of its subset and ≈ for one
+              that does not differ significantly from it (paired bootstrap, p >= 0.05), every
+              setting, and the runs left out (unfinished, failed or unscorable) with the reason
+  table3.csv  one row per setting: mean, sample std and max of answer, evidence and overall, and the
+              interval over questions and p-value against the best ("best" for the best itself)
   runs.csv    one row per run directory, scored or not
-  lambda.png  answer, evidence and overall against lambda (mean over seeds, std bars), a panel per subset
+  lambda.png  answer, evidence and overall against lambda (mean over seeds, std bars, the interval
+              over questions as a band, hollow points where significantly worse than the best), a
+              panel per subset
   index.html  with --html: the tables and the lambda figure on one page that opens offline, each scored
               run linked to its own `expmrc report` page (reports/RUN.html)
 A folder without run_info.json is searched for run directories below it.

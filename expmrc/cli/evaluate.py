@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 
+from expmrc.cli.args import add_resampling_arguments
 from expmrc.data.datasets import SUBSETS, load_dataset
 from expmrc.data.io import check_output_path, write_text_atomic
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import METRICS, select
-from expmrc.scoring.scorer import coverage_warnings, score_files, signature
+from expmrc.scoring.scorer import Report, coverage_warnings, score_files, signature
+from expmrc.scoring.stats import Resampling, intervals
 
 _HELP = """\
 Score one or more submissions with the leaderboard's metric (the same numbers as eval_expmrc.py),
@@ -32,7 +34,14 @@ A span dataset without any gold `evidences`, such as the original CMRC 2018 deve
 (pass --subset cmrc2018, its `version` is "v1.0"), gets the answer figures only: evidence and
 overall are absent ("n/a" here, null with --json), never 0.
 
+--ci adds a confidence interval to every figure: a bootstrap over the questions of the dev set
+(--ci-resamples resamples of its questions, drawn with replacement from --seed, so the same command
+gives the same interval); the text, --json ("CI" in each result) and the signature say how it was
+drawn. To tell whether two submissions differ, use `expmrc compare` (a paired test). See
+docs/scoring.md, "Confidence intervals and significance".
+
 examples:
+  expmrc evaluate squad sub/squad.json --ci
   expmrc evaluate data/squad/expmrc-squad-dev.json sample_submission/squad.json
   expmrc evaluate squad sub/squad.json race sub/race.json --json --details details.jsonl
   expmrc evaluate cmrc2018_dev.json preds.json --subset cmrc2018 --metrics cmrc2018
@@ -55,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.add_argument("--metrics", metavar="NAME[,NAME]",
                         help="figures to add beside the leaderboard's (names above; default: each subset's own)")
+    parser.add_argument("--ci", action="store_true",
+                        help="add a confidence interval to every figure, from a bootstrap over questions")
+    add_resampling_arguments(parser, "with --ci: how many resamples of the questions")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,7 +81,9 @@ def run(args: argparse.Namespace) -> int:
         for line in coverage_warnings(report):
             print(line, file=sys.stderr)
         reports.append(report)
-    sig = signature()
+    settings = _resampling(args)
+    ci = [intervals(r, settings) for r in reports] if settings else [{} for _ in reports]
+    sig = signature(settings.describe()) if settings else signature()
     if args.details:
         lines = []
         for report in reports:
@@ -78,18 +92,23 @@ def run(args: argparse.Namespace) -> int:
                                         ensure_ascii=False))
         write_text_atomic(args.details, "\n".join(lines) + "\n")
     if args.json:
-        print(json.dumps({"results": [r.summary() for r in reports], "signature": sig}, ensure_ascii=False, indent=1))
+        results = [{**r.summary(), **({"CI": _rounded(c)} if settings else {})} for r, c in zip(reports, ci)]
+        extra = {"ci": settings.as_dict()} if settings else {}
+        print(json.dumps({"results": results, **extra, "signature": sig}, ensure_ascii=False, indent=1))
         return 0
     print(_table(["subset", "predictions", "ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1", "TOTAL", "SKIP"], 2,
                  [[r.subset, r.prediction_path, *(_figure(r.mean(k)) for k in ("answer", "exact", "evidence", "overall")),
                    str(r.total), str(r.skipped)] for r in reports]))
+    if settings:
+        _print_intervals(reports, ci, settings)
     for r in reports:
         if not r.has_evidence:
             print(f"\nnote: {r.dataset_path} has no gold evidences: EVI_F1 and ALL_F1 are absent (n/a)")
-    for r in reports:
+    for r, c in zip(reports, ci):
         figures = r.extra_figures()
         if figures:
-            print(f"\n{r.subset} ({r.prediction_path}): " + ", ".join(f"{k} {_figure(v)}" for k, v in figures.items()))
+            print(f"\n{r.subset} ({r.prediction_path}): " + ", ".join(f"{k} {_figure(v)}{_span(c.get(k))}"
+                                                                     for k, v in figures.items()))
         for note in r.notes():
             print(f"note: {note}")
     for r in reports:
@@ -99,6 +118,40 @@ def run(args: argparse.Namespace) -> int:
                       for name, v in r.by_type().items()]))
     print(f"\nsignature: {sig}")
     return 0
+
+
+def _resampling(args: argparse.Namespace) -> Resampling | None:
+    """The resampling behind --ci, or None without it (where its flags would do nothing, they are refused)."""
+    if args.ci:
+        return Resampling(args.ci_resamples, args.seed, args.confidence)
+    defaults = Resampling()
+    given = [flag for flag, value, default in (("--ci-resamples", args.ci_resamples, defaults.resamples),
+                                               ("--seed", args.seed, defaults.seed),
+                                               ("--confidence", args.confidence, defaults.confidence))
+             if value != default]
+    if given:
+        raise ExpmrcError(f"{given[0]} sets how intervals are drawn; add --ci to get them")
+    return None
+
+
+def _print_intervals(reports: list[Report], ci: list[dict], settings: Resampling) -> None:
+    print(f"\n{settings.confidence:.0%} confidence intervals: bootstrap over questions, {settings.resamples} "
+          f"resamples, seed {settings.seed}")
+    print(_table(["subset", "predictions", "ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"], 2,
+                 [[r.subset, r.prediction_path, *(_interval(c.get(k)) for k in ("ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"))]
+                  for r, c in zip(reports, ci)]))
+
+
+def _rounded(ci: dict) -> dict:
+    return {key: None if span is None else [round(span[0], 3), round(span[1], 3)] for key, span in ci.items()}
+
+
+def _interval(span) -> str:
+    return "n/a" if span is None else f"[{span[0]:.3f}, {span[1]:.3f}]"
+
+
+def _span(span) -> str:
+    return "" if span is None else f" {_interval(span)}"
 
 
 def _figure(value) -> str:

@@ -25,7 +25,9 @@ Questions: each question with its passage, where the gold evidence, the predicte
 answers are highlighted (shapes as well as colours, with a legend), the options for multiple
 choice, the scores; filters by quadrant, question type and score range, search by id or text, and
 sorting by any score. With two submissions, both predictions on the same passage and the score
-differences B - A, sortable. docs/report.md explains the page.
+differences B - A, sortable, and in the summary the paired bootstrap test of B against A per score
+(as `expmrc compare` gives it) with the questions that decide the difference (the largest gains and
+losses of B). docs/report.md explains the page.
 
 examples:
   expmrc report squad sample_submission/squad.json --output squad-report.html

@@ -38,7 +38,7 @@ from typing import Any, Iterable, Sequence
 
 from expmrc.data.datasets import SpanQuestion
 from expmrc.metrics.leaderboard import SPECIAL_TOKENS, word_tokens
-from expmrc.metrics.registry import Metric, Values, percent_mean, register
+from expmrc.metrics.registry import Metric, Values, percent_mean, percent_parts, register
 
 PUNCTUATION = frozenset(t for t in SPECIAL_TOKENS if len(t) == 1)
 
@@ -133,6 +133,14 @@ def aggregate(values: Sequence[Values | None]) -> Values:
     return figures
 
 
+def parts(values: Sequence[Values | None]) -> dict[str, tuple[list[float], list[float]]]:
+    """EM, F1 and their average as per-question ratios over 1 (for intervals and paired tests)."""
+    figures = percent_parts(("em", "f1"), ("CMRC2018_EM", "CMRC2018_F1"))(values)
+    (em, ones), (f1, _) = figures["CMRC2018_EM"], figures["CMRC2018_F1"]
+    figures["CMRC2018_AVERAGE"] = ([(a + b) * 0.5 for a, b in zip(em, f1)], ones)
+    return figures
+
+
 CMRC2018 = register(Metric(
     name="cmrc2018",
     summary="CMRC 2018's official answer EM, F1 (longest common run) and their average",
@@ -142,4 +150,5 @@ CMRC2018 = register(Metric(
     question=score_question,
     aggregate=aggregate,
     needs="answers",
+    parts=parts,
 ))

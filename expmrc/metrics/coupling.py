@@ -23,7 +23,7 @@ unless some answered question has no gold answer, in which case a note says the 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from expmrc.data.datasets import LABELS, ChoiceQuestion, SpanQuestion
 from expmrc.metrics.leaderboard import exact_match, score_tokens
@@ -244,6 +244,48 @@ def choice_aggregate(values: Sequence[Values | None]) -> Values:
     return figures
 
 
+def _ratios(values: Sequence[Values | None], share: Callable[[Values], tuple[float, float]], name: str,
+            counted: Callable[[Values], bool]) -> dict[str, tuple[list[float], list[float]]]:
+    """A share as per-question (numerator, denominator), over all answered questions and over right and wrong
+    ones (when every answered question has a gold answer), plus the counted share of all questions."""
+    answered = [v for v in values if v is not None]
+    groups = {"": lambda v: True}
+    if _split(answered) is not None:
+        groups.update({"_CORRECT": lambda v: bool(v["correct"]), "_WRONG": lambda v: not v["correct"]})
+    figures = {}
+    for suffix, member in groups.items():
+        pairs = [share(v) if v is not None and member(v) else (0.0, 0.0) for v in values]
+        figures[name + suffix] = ([a for a, _ in pairs], [b for _, b in pairs])
+    figures[name + "_COUNTED"] = ([float(v is not None and counted(v)) for v in values], [1.0] * len(values))
+    return figures
+
+
+def span_parts(values: Sequence[Values | None]) -> dict[str, tuple[list[float], list[float]]]:
+    """LOCA's figures as per-question ratios (LOCA = I / (A + O): an outside answer weighs twice below)."""
+    def counted(v: Values) -> bool:
+        return v["location"] in (INSIDE, OUTSIDE, STRADDLING)
+
+    inside = lambda v: float(v["location"] == INSIDE)  # noqa: E731
+    outside = lambda v: float(v["location"] == OUTSIDE)  # noqa: E731
+    figures = _ratios(values, lambda v: (inside(v), float(counted(v)) + outside(v)), "LOCA", counted)
+    answered = [(inside(v), outside(v), float(counted(v))) if v is not None else (0.0, 0.0, 0.0) for v in values]
+    figures["LOCA_INSIDE"] = ([a for a, _, _ in answered], [c for _, _, c in answered])
+    figures["LOCA_OUTSIDE"] = ([o for _, o, _ in answered], [c for _, _, c in answered])
+    return figures
+
+
+def choice_parts(values: Sequence[Values | None]) -> dict[str, tuple[list[float], list[float]]]:
+    """The lexical LOCA and evidence-favours-choice shares as per-question ratios."""
+    def counted(v: Values) -> bool:
+        return v["location"] in (INSIDE, OUTSIDE)
+
+    figures = _ratios(values, lambda v: (float(v["location"] == INSIDE), float(counted(v))), "LEX_LOCA", counted)
+    favors = _ratios(values, lambda v: (float(v["evidence_favors_choice"] is True),
+                                        float(v["evidence_favors_choice"] is not None)), "EVI_FAVORS_CHOICE", counted)
+    figures.update({k: v for k, v in favors.items() if not k.endswith("_COUNTED")})
+    return figures
+
+
 def _notes(values: Sequence[Values | None]) -> list[str]:
     answered = [v for v in values if v is not None]
     lines = []
@@ -266,6 +308,7 @@ LOCA = register(Metric(
     question=span_question,
     aggregate=span_aggregate,
     notes=_notes,
+    parts=span_parts,
 ))
 
 LEXICAL_LOCA = register(Metric(
@@ -278,4 +321,5 @@ LEXICAL_LOCA = register(Metric(
     question=choice_question,
     aggregate=choice_aggregate,
     notes=_notes,
+    parts=choice_parts,
 ))

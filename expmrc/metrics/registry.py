@@ -35,6 +35,9 @@ class Metric:
     aggregate: Callable[[Sequence[Values | None]], Values]  # values in dataset order -> figures
     needs: str = ""  # what the dataset must hold for the metric ("answers", "evidences"), checked by `select`
     notes: Callable[[Sequence[Values | None]], list[str]] | None = None  # same input -> lines on what was left out
+    # same input -> each figure as per-question (numerators, denominators), figure = 100 × Σ num / Σ den, so
+    # expmrc.scoring.stats can resample it; a metric without it gets no intervals or tests
+    parts: Callable[[Sequence[Values | None]], dict[str, tuple[list[float], list[float]]]] | None = None
 
 
 METRICS: dict[str, Metric] = {}
@@ -64,6 +67,18 @@ def percent_mean(keys: Sequence[str], out: Sequence[str] | None = None) -> Calla
         return {name: 100.0 * totals[key] / len(values) if values else 0.0 for key, name in zip(keys, names)}
 
     return aggregate
+
+
+def percent_parts(keys: Sequence[str], out: Sequence[str] | None = None
+                  ) -> Callable[[Sequence[Values | None]], dict[str, tuple[list[float], list[float]]]]:
+    """`percent_mean`'s figures as per-question ratios: each key's value (0 when left out) over 1."""
+    names = tuple(out or keys)
+
+    def parts(values: Sequence[Values | None]) -> dict[str, tuple[list[float], list[float]]]:
+        ones = [1.0] * len(values)
+        return {name: ([0.0 if v is None else float(v[key]) for v in values], ones) for key, name in zip(keys, names)}
+
+    return parts
 
 
 def available(task: str) -> list[Metric]:

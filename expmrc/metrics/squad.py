@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
 from expmrc.data.datasets import SpanQuestion
-from expmrc.metrics.registry import Metric, Values, percent_mean, register
+from expmrc.metrics.registry import Metric, Values, percent_mean, percent_parts, register
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLE = re.compile(r"\b(a|an|the)\b")
@@ -99,4 +99,5 @@ SQUAD = register(Metric(
     aggregate=percent_mean(("em", "f1"), ("SQUAD_EM", "SQUAD_F1")),
     needs="answers",
     notes=_notes,
+    parts=percent_parts(("em", "f1"), ("SQUAD_EM", "SQUAD_F1")),
 ))

@@ -27,6 +27,7 @@ from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import Metric, select
 from expmrc.reports.pages import asset, json_value, pyplot, render, svg
 from expmrc.scoring.scorer import Report, score, signature
+from expmrc.scoring.stats import ALPHA, Resampling, compare
 
 ANSWER_THRESHOLD = 0.5  # answer right when its score is at least this (multiple choice: 1 right, 0 wrong)
 EVIDENCE_THRESHOLD = 0.5  # evidence good when its F1 is at least this
@@ -36,6 +37,7 @@ QUADRANTS = ("right-good", "right-poor", "wrong-good", "wrong-poor", "unanswered
 HISTOGRAM_BINS = 10
 BAR_COLOURS = ("#4477aa", "#cc6677")  # A, B; B is hatched as well, for readers who cannot tell the colours apart
 BAR_HATCHES = ("", "//")
+DECIDING = 10  # the questions with the largest gains and losses of B against A shown under the paired test
 
 
 @dataclass
@@ -332,6 +334,27 @@ def _summary_rows(submissions: list[Submission]) -> tuple[list[str], list[dict[s
                                                                                           "EVI_F1", "ANS_EM")]], rows
 
 
+def paired_test(submissions: list[Submission]) -> dict[str, Any] | None:
+    """With two submissions: the paired bootstrap of B against A per score (expmrc compare's defaults), and
+    the questions that decide the difference, the largest per-question gains and losses in overall score."""
+    if len(submissions) != 2:
+        return None
+    settings = Resampling()
+    a, b = (sub.report for sub in submissions)
+    rows = [{"key": key, "a": d.baseline, "b": d.system, "delta": d.delta, "ci": d.ci, "p": d.p,
+             "significant": d.significant} for key, d in compare(a, b, "bootstrap", settings).items()]
+    changes: list[dict[str, Any]] = []
+    for qa, qb in zip(a.questions, b.questions):
+        before, after = (q.overall if q.answered and q.overall is not None else 0.0 for q in (qa, qb))
+        if after != before:
+            changes.append({"id": qa.id, "question": qa.question, "a": before, "b": after, "delta": after - before})
+    changes.sort(key=lambda c: (-c["delta"], c["id"]))
+    gains = [c for c in changes if c["delta"] > 0][:DECIDING]
+    losses = sorted((c for c in changes if c["delta"] < 0), key=lambda c: (c["delta"], c["id"]))[:DECIDING]
+    return {"rows": rows, "gains": gains, "losses": losses, "resamples": settings.resamples, "seed": settings.seed,
+            "confidence": settings.confidence, "alpha": ALPHA, "changed": len(changes)}
+
+
 def render_report(dataset: Dataset, submissions: list[Submission], answer_threshold: float = ANSWER_THRESHOLD,
                   evidence_threshold: float = EVIDENCE_THRESHOLD, title: str | None = None) -> str:
     """The whole page as one HTML string: styles, script, data and figures inline, nothing fetched."""
@@ -352,6 +375,7 @@ def render_report(dataset: Dataset, submissions: list[Submission], answer_thresh
         thresholds={"answer": answer_threshold, "evidence": evidence_threshold},
         type_svg=svg(type_figure(submissions), "types"), histogram_svg=svg(evidence_histogram(submissions), "histogram"),
         questions=data["questions"], data=data, css=asset("report.css"), script=asset("report.js"),
+        paired=paired_test(submissions),
     )
 
 

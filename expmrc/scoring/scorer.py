@@ -271,8 +271,9 @@ def question_type(question: str, language: str) -> str:
     return "who" if word in ("whom", "whose") else word
 
 
-def signature() -> str:
-    """A sacrebleu-style string naming exactly what computed a number, to quote beside it."""
+def signature(*extra: str) -> str:
+    """A sacrebleu-style string naming exactly what computed a number, to quote beside it; `extra` parts
+    (e.g. the resampling behind intervals) are appended."""
     import nltk
 
     return "|".join([
@@ -282,6 +283,7 @@ def signature() -> str:
         f"punkt:{punkt_hash()}",
         "norm:articles+punct+lower",
         "f1:max-over-refs",
+        *extra,
     ])
 
 

@@ -1,0 +1,108 @@
+"""`expmrc compare`: paired significance tests of one or more submissions against a baseline, on the same questions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from expmrc.cli.args import add_resampling_arguments, integer_in
+from expmrc.data.datasets import SUBSETS, load_dataset
+from expmrc.errors import ExpmrcError
+from expmrc.metrics.registry import select
+from expmrc.scoring.scorer import Report, score_files, signature
+from expmrc.scoring.stats import (
+    ALPHA,
+    DEFAULT_TRIALS,
+    TESTS,
+    Difference,
+    Resampling,
+    check_same_dataset,
+    compare,
+)
+
+DESCRIPTION = """\
+Compare each SYSTEM submission with the BASELINE submission on the same questions of DATASET, and say
+whether each score differs by more than the sampling of questions explains. For every score (ALL_F1,
+ANS_F1, EVI_F1, ANS_EM and the extra metrics' figures) it prints the baseline's and the system's
+figure, the difference Δ = system − baseline, the interval of Δ (paired bootstrap) and a p-value;
+* marks p < 0.05. Questions missing from a submission count as 0, as the leaderboard scores them.
+
+Tests (--test), following sacrebleu's --paired-bs and --paired-ar:
+  bootstrap      paired bootstrap resampling (Koehn 2004), --ci-resamples resamples (default 1000):
+                 p = (#{|Δ_b| − mean |Δ_b| ≥ |Δ|} + 1) / (B + 1)
+  randomization  approximate randomization (Riezler & Maxwell 2005), --trials trials (default 10000),
+                 each swapping the two systems' values on a random half of the questions:
+                 p = (#{|Δ_t| ≥ |Δ|} + 1) / (T + 1)
+Unlike sacrebleu, a resampled statistic equal to the observed one counts (≥, not >), so two
+identical submissions give p = 1. docs/scoring.md, "Confidence intervals and significance", says
+what the figures mean and which test to use.
+
+examples:
+  expmrc compare squad sample_submission/squad.json idf-window.json
+  expmrc compare race base.json a.json b.json --test randomization --json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dataset", metavar="DATASET", help="dataset file, or a subset name resolved in $EXPMRC_DATA or data/")
+    parser.add_argument("baseline", metavar="BASELINE.json", help="the submission the others are compared with")
+    parser.add_argument("systems", nargs="*", metavar="SYSTEM.json", help="one or more submissions to compare with it")
+    parser.add_argument("--test", choices=TESTS, default="bootstrap",
+                        help="the paired test giving the p-value (default %(default)s)")
+    parser.add_argument("--trials", type=integer_in(1, 10_000_000), default=DEFAULT_TRIALS, metavar="T",
+                        help="with --test randomization: how many random swaps (default %(default)s, as sacrebleu)")
+    add_resampling_arguments(parser, "how many paired resamples of the questions (the bootstrap's p-value and "
+                                     "every interval of Δ)")
+    parser.add_argument("--subset", choices=SUBSETS, help="the subset, when the dataset's `version` does not say")
+    parser.add_argument("--metrics", metavar="NAME[,NAME]",
+                        help="extra metrics to compare (as in `expmrc evaluate`; default: the subset's own)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.systems:
+        raise ExpmrcError("compare needs a baseline and at least one system submission; got only "
+                          f"{args.baseline}")
+    for path in args.systems:
+        if os.path.realpath(path) == os.path.realpath(args.baseline):
+            raise ExpmrcError(f"{path}: the baseline is also listed as a system; a submission compared with itself "
+                              "tells nothing")
+    settings = Resampling(args.ci_resamples, args.seed, args.confidence)
+    dataset = load_dataset(args.dataset, args.subset)
+    metrics = select(args.metrics, dataset)
+    baseline = score_files(dataset, args.baseline, metrics)
+    systems = [score_files(dataset, path, metrics) for path in args.systems]
+    check_same_dataset([baseline, *systems])
+    results = [compare(baseline, system, args.test, settings, args.trials) for system in systems]
+    if args.json:
+        print(json.dumps({"baseline": args.baseline, "test": args.test,
+                          "systems": [{"path": path, "scores": {key: d.as_dict() for key, d in result.items()}}
+                                      for path, result in zip(args.systems, results)]}, ensure_ascii=False, indent=1))
+        return 0
+    print(_heading(args, baseline, settings))
+    for path, result in zip(args.systems, results):
+        print(f"\nsystem: {path}")
+        print(_table(result))
+    print(f"\n* p < {ALPHA:g}: the difference is larger than the sampling of questions explains. "
+          f"Intervals are of Δ = system − baseline ({settings.confidence:.0%}, paired bootstrap).")
+    trials = f"+trials-{args.trials}" if args.test == "randomization" else ""
+    print(f"signature: {signature(settings.describe(), f'test:{args.test}{trials}')}")
+    return 0
+
+
+def _heading(args: argparse.Namespace, baseline: Report, settings: Resampling) -> str:
+    test = (f"paired bootstrap resampling, {settings.resamples} resamples" if args.test == "bootstrap" else
+            f"approximate randomization, {args.trials} trials")
+    return (f"{test}, seed {settings.seed}; {baseline.total} questions of {baseline.subset} ({baseline.dataset_path})\n"
+            f"baseline: {args.baseline}")
+
+
+def _table(result: dict[str, Difference]) -> str:
+    header = ["score", "baseline", "system", "Δ", "interval of Δ", "p"]
+    rows = [[key, f"{d.baseline:.3f}", f"{d.system:.3f}", f"{d.delta:+.3f}",
+             "n/a" if d.ci is None else f"[{d.ci[0]:+.3f}, {d.ci[1]:+.3f}]", f"{d.p:.4f}{' *' if d.significant else '  '}"]
+            for key, d in result.items()]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+                     for row in [header, *rows])

@@ -1,0 +1,234 @@
+"""Reading training runs for `expmrc collect`: finding run directories, scoring each run's predictions.
+
+Each run directory is read as the training scripts leave it (the files named in
+expmrc/training/rundir.py: run_info.json, dev_predictions.json), its predictions are scored on its dev
+set with `expmrc.scoring.scorer` (leaderboard rules). A run that is unfinished, failed or unscorable, or
+whose λ or seed is not a finite number / whole number, gets the reason as its status and note, never an
+exception. Folders holding only collect's own outputs are not runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from expmrc.data.datasets import SUBSETS, Dataset, load_dataset, resolve_dataset_path
+from expmrc.data.io import read_json
+from expmrc.data.submissions import PREDICTIONS_FILE as PREDICTIONS
+from expmrc.data.submissions import load_submission
+from expmrc.errors import ExpmrcError
+from expmrc.metrics.registry import select
+from expmrc.scoring.scorer import score
+from expmrc.training.rundir import RUN_INFO
+
+FAITHFULNESS = "faithfulness.json"  # `expmrc faithfulness RUN_DIR DEV --output RUN_DIR/faithfulness.json`
+SCORES = ("answer", "evidence", "overall")  # the leaderboard's, plotted in the λ figure
+METRICS = SCORES + ("loca",)  # LOCA: span subsets by offsets, multiple choice its lexical stand-in
+FARM = "farm4"  # FARM(4) from the run's faithfulness.json, with collect(farm=True)
+LOCA_KEYS = {"loca": "LOCA", "lexical-loca": "LEX_LOCA"}
+FORMATS = ("md", "csv", "png")
+OUTPUT_FILES = {"md": "table3.md", "csv": "table3.csv", "runs": "runs.csv", "png": "lambda.png", "html": "index.html"}
+
+
+@dataclass
+class Run:
+    """One run directory: what it was, whether it counts, and its scores (×100) when it does."""
+
+    run_dir: str
+    status: str  # finished | unfinished | failed | invalid
+    note: str = ""
+    task: str = ""
+    subset: str = ""
+    model: str = ""
+    loss_lambda: float | None = None
+    rand_seed: int | None = None
+    scores: dict[str, float | None] | None = None
+    unanswered: int = 0
+    total: int = 0
+    dev_file: str = ""
+    dev_sha256: str = ""
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)  # per-question SCORES, dataset order (0: unanswered)
+
+
+def find_run_dirs(paths: list[str], ignore: str | None = None) -> list[str]:
+    """Run directories under `paths`: a folder with run_info.json or dev_predictions.json is a run; other
+    folders are searched below; a folder with neither and nothing below is an unfinished run. The folder
+    `ignore` (collect's output folder) and folders holding only collect's outputs are skipped."""
+    found: list[str] = []
+    skip = os.path.realpath(ignore) if ignore else None
+
+    def visit(folder: Path) -> None:
+        if (folder / RUN_INFO).exists() or (folder / PREDICTIONS).exists():
+            found.append(str(folder))
+            return
+        if os.path.realpath(folder) == skip or any((folder / name).is_file() for name in OUTPUT_FILES.values()):
+            return
+        children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if not children:
+            found.append(str(folder))
+        for child in children:
+            visit(child)
+
+    for path in paths:
+        if not os.path.isdir(path):
+            raise ExpmrcError(f"{path}: not a run directory (no such folder)")
+        try:
+            visit(Path(path))
+        except OSError as exc:
+            raise ExpmrcError(f"{exc.filename or path}: cannot list folder: {exc.strerror}") from None
+    return list(dict.fromkeys(found))
+
+
+class DatasetCache:
+    """Dev sets to score against: `--data` overrides, else each run's `predict_file`, each loaded once."""
+
+    def __init__(self, overrides: list[str] | None = None):
+        self.loaded: dict[str, Dataset] = {}
+        self.digests: dict[str, str] = {}  # dataset path -> sha256 of its bytes, which identifies the dev set
+        self.overrides = [self.load(path) for path in overrides or []]
+
+    def load(self, path: str) -> Dataset:
+        key = os.path.realpath(resolve_dataset_path(path))
+        if key not in self.loaded:
+            dataset = load_dataset(path)
+            try:
+                self.digests[dataset.path] = hashlib.sha256(Path(dataset.path).read_bytes()).hexdigest()
+            except OSError as exc:
+                raise ExpmrcError(f"{dataset.path}: cannot read: {exc.strerror}") from None
+            self.loaded[key] = dataset
+        return self.loaded[key]
+
+    def for_run(self, run_dir: str, predict_file: str | None, qids: set[str]) -> Dataset:
+        """The dataset a run is scored on; with several overrides, the one sharing most question ids."""
+        if len(self.overrides) == 1:
+            return self.overrides[0]
+        if self.overrides:
+            best = max(self.overrides, key=lambda d: len(qids & {q.qid for q in d.questions}))
+            if not qids & {q.qid for q in best.questions}:
+                raise ExpmrcError(f"{run_dir}: no --data file shares question ids with its predictions")
+            return best
+        if not predict_file:
+            raise ExpmrcError(f"{run_dir}: run_info.json names no predict_file (pass --data DEV_SET)")
+        for candidate in (predict_file, os.path.join(run_dir, predict_file)):
+            if os.path.isfile(candidate):
+                return self.load(candidate)
+        if predict_file in SUBSETS:
+            return self.load(predict_file)
+        raise ExpmrcError(f"{run_dir}: predict_file {predict_file} not found (pass --data DEV_SET)")
+
+
+def read_run(run_dir: str, datasets: DatasetCache, farm: bool = False) -> Run:
+    """Read and score one run directory; problems become the run's status and note, never an exception.
+
+    Besides the leaderboard's scores, LOCA (the coupling metric of the task) is computed from the
+    predictions; with `farm`, FARM(4) is read from the run's faithfulness.json.
+    """
+    run = Run(run_dir=run_dir, status="unfinished")
+    info_path = os.path.join(run_dir, RUN_INFO)
+    if not os.path.exists(info_path):
+        run.note = "no run_info.json (never started, or written by something else)"
+        return run
+    try:
+        info = read_json(info_path, "run record")
+        if not isinstance(info, dict):
+            raise ExpmrcError(f"{info_path}: run record must be a JSON object")
+    except ExpmrcError as exc:
+        run.status, run.note = "invalid", str(exc)
+        return run
+    run.task = str(info.get("task", ""))
+    run.model = resolve_model(info.get("model"), run_dir, info.get("flags"))
+    status = info.get("status")
+    if status == "failed":
+        run.status, run.note = "failed", f"failed: {info.get('error', 'no error recorded')}"
+        return run
+    if status != "finished":
+        run.note = f"status {status!r} at step {info.get('global_step', '?')} (still running, or killed)"
+        return run
+    problem = _settings_problem(info)
+    if problem:
+        run.status, run.note = "invalid", f"{info_path}: {problem}"
+        return run
+    run.loss_lambda, run.rand_seed = float(info["loss_lambda"]), int(info["rand_seed"])
+    try:
+        predictions = load_submission(os.path.join(run_dir, PREDICTIONS))
+        dataset = datasets.for_run(run_dir, info.get("predict_file"), set(predictions))
+        coupling = [m for m in select(None, dataset) if m.name in LOCA_KEYS]
+        report = score(dataset, predictions, os.path.join(run_dir, PREDICTIONS), coupling)
+    except ExpmrcError as exc:
+        run.status, run.note = "invalid", str(exc)
+        return run
+    run.subset, run.total, run.unanswered = dataset.subset, report.total, report.skipped
+    run.dev_file, run.dev_sha256 = dataset.path, datasets.digests[dataset.path]
+    if report.skipped == report.total:
+        run.status, run.note = "invalid", f"none of its predictions match a question of {dataset.path}"
+        return run
+    run.status = "finished"
+    run.scores = {metric: report.mean(metric) for metric in SCORES}
+    run.vectors = {metric: np.array([getattr(q, metric) if q.answered else 0.0 for q in report.questions])
+                   for metric in SCORES}
+    figures = report.extra_figures()
+    run.scores["loca"] = next((figures[key] for key in LOCA_KEYS.values() if key in figures), None)
+    notes = [f"{report.skipped} of {report.total} questions unanswered (scored 0, as the leaderboard does)"] \
+        if report.skipped else []
+    if farm:
+        run.scores[FARM], note = read_farm(run_dir, report.total)
+        notes += [note] if note else []
+    run.note = "; ".join(notes)
+    return run
+
+
+def read_farm(run_dir: str, questions: int) -> tuple[float | None, str]:
+    """FARM(4) from RUN_DIR/faithfulness.json, or None and why not."""
+    path = os.path.join(run_dir, FAITHFULNESS)
+    if not os.path.exists(path):
+        return None, f"no {FAITHFULNESS} (run `expmrc faithfulness {run_dir} DEV --output {path}`), so no FARM(4)"
+    try:
+        record = read_json(path, "faithfulness record")
+        farm = {row["k"]: row["farm"] for row in record["farm"]}
+        count = record["questions"]
+    except (ExpmrcError, KeyError, TypeError) as exc:
+        return None, f"{path}: not a faithfulness record ({exc}), so no FARM(4)"
+    if 4 not in farm:
+        return None, f"{path}: has no FARM(4) (written with --max_k below 4)"
+    if count != questions:
+        return None, f"{path}: covers {count} questions, the predictions {questions}, so no FARM(4)"
+    return float(farm[4]), ""
+
+
+def _settings_problem(info: dict) -> str:
+    """Why a finished run's λ or seed cannot place it in a setting, or "" when both are usable."""
+    lam, seed = info.get("loss_lambda"), info.get("rand_seed")
+    if isinstance(lam, bool) or not isinstance(lam, (int, float)):
+        return f"loss_lambda is {'missing' if lam is None else repr(lam)}, not a number"
+    if not math.isfinite(lam) or lam < 0:
+        return f"loss_lambda {lam} is not a finite number >= 0"
+    if isinstance(seed, bool) or not isinstance(seed, (int, float)):
+        return f"rand_seed is {'missing' if seed is None else repr(seed)}, not a whole number"
+    if isinstance(seed, float) and not seed.is_integer():
+        return f"rand_seed {seed} is not a whole number"
+    return ""
+
+
+def resolve_model(model: object, run_dir: str, flags: object = None) -> str:
+    """The model a run started from, as one spelling per folder: a path that exists (absolute, relative to
+    the folder the run was started in, or relative to here) becomes its real path; anything else (a hub
+    name, a path on another machine) stays as written."""
+    if not isinstance(model, str) or not model:
+        return ""
+    candidates = [model] if os.path.isabs(model) else []
+    output_dir = flags.get("output_dir") if isinstance(flags, dict) else None
+    if isinstance(output_dir, str) and output_dir and not os.path.isabs(output_dir) and not os.path.isabs(model):
+        parts = Path(os.path.normpath(output_dir)).parts
+        real = Path(os.path.realpath(run_dir)).parts
+        if ".." not in parts and len(real) > len(parts) and real[-len(parts):] == parts:
+            candidates.append(os.path.join(*real[:-len(parts)], model))  # the folder training started in
+    candidates.append(model)
+    for candidate in candidates:
+        if os.path.exists(candidate):
+            return os.path.realpath(candidate)
+    return os.path.normpath(model)
