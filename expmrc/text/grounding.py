@@ -1,0 +1,178 @@
+"""Grounding free-form quotes (an LLM's evidence and span answers) in their passage: docs/grounding.md.
+
+A quote is tried verbatim, then normalized, then by fuzzy alignment (the `locate` policies of those
+names), first as given and then without a framing sentence around it (`The passage says: "..."`,
+`原文写道：“...”`). A quote with an ellipsis (`...`, `…`, `……`) is found piece by piece, in order, and
+covers the pieces. Each field gets a status: `exact`, `normalized`, `fuzzy` (with its score) or
+`unverified` (found nowhere well enough, or empty), and a located field is replaced by the exact
+passage substring.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from expmrc.data.datasets import Dataset, SpanQuestion, passage_of
+from expmrc.errors import ExpmrcError
+from expmrc.text.locate import QUOTES, Found, Hint, find, tokens, trim
+
+EXACT, NORMALIZED, FUZZY, UNVERIFIED = "exact", "normalized", "fuzzy", "unverified"
+STATUSES = (EXACT, NORMALIZED, FUZZY, UNVERIFIED)
+FUZZY_THRESHOLD = 80.0  # the least share (%) of a quote's tokens a fuzzy alignment must match in order
+MIN_FUZZY_TOKENS = 3  # shorter texts are located verbatim or normalized only: a fuzzy match of them means little
+_STATUS_OF = {"offset": EXACT, "verbatim": EXACT, "normalized": NORMALIZED, "fuzzy": FUZZY}
+_ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…+|。{3,}|．{3,})\s*")
+_FRAMING_WORDS = re.compile(
+    r"passage|text|article|context|paragraph|document|story|evidence|quote|according|says|said|states|stated|"
+    r"reads|writes|wrote|mentions|notes|author|answer|support|原文|文章|文中|短文|材料|段落|上文|写道|提到|指出|说|"
+    r"根据|证据|依据|表明|显示|可知|中有|一句", re.IGNORECASE)
+_OPEN, _CLOSE = "\"“「『‘'«", "\"”」』’'»"
+_QUOTED = re.compile(rf"^(?P<pre>[^{_OPEN}]*?)[{_OPEN}](?P<body>.+)[{_CLOSE}](?P<post>[^{_CLOSE}]*)$", re.DOTALL)
+_PREFIX = re.compile(r"^(?P<pre>[^:：\n]{1,80})[:：]\s*(?P<body>.+)$", re.DOTALL)
+
+
+def unframed(text: str) -> str | None:
+    """`text` without a framing sentence around a quote or before a colon; None when it has none."""
+    match = _QUOTED.match(text.strip())
+    if match and (_FRAMING_WORDS.search(match["pre"]) or match["pre"].rstrip().endswith((":", "：", ","))):
+        return match["body"].strip()
+    match = _PREFIX.match(text.strip())
+    if match and _FRAMING_WORDS.search(match["pre"]):
+        return match["body"].strip().strip("".join(QUOTES)).strip()
+    return None
+
+
+def _pieces(text: str) -> list[str]:
+    """The parts of a quote between its ellipses, each with at least one word token."""
+    return [p for p in _ELLIPSIS.split(text) if tokens(p)[0]]
+
+
+def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], threshold: float,
+                   hint: Hint) -> Found | None:
+    """The span covering every piece found in order (all by the stage's policies), or None."""
+    after, spans, statuses, scores = 0, [], [], []
+    for piece in pieces:
+        found = find(passage, piece, stage, hint if len(pieces) == 1 else Hint(), after)
+        if found is None or (found.policy == "fuzzy" and (found.score < threshold
+                                                          or len(tokens(piece)[0]) < MIN_FUZZY_TOKENS)):
+            return None
+        statuses.append(_STATUS_OF[found.policy])
+        scores.append(found.score)
+        spans.append(found.span)
+        after = found.end
+    start, end = trim(passage, (spans[0][0], spans[-1][1]))
+    return Found(start, end, max(statuses, key=STATUSES.index), min(scores))
+
+
+STAGES = (("offset", "verbatim"), ("normalized",), ("fuzzy",))
+
+
+def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float = FUZZY_THRESHOLD) -> Found:
+    """Ground one quote: a Found whose `policy` is its status (`unverified`: start = end = -1, score the best seen)."""
+    text = "" if text is None else str(text).strip()
+    if not text or not passage:
+        return Found(-1, -1, UNVERIFIED, 0.0)
+    candidates = [text] + [t for t in (unframed(text),) if t]
+    for stage in STAGES:
+        for candidate in candidates:
+            pieces = _pieces(candidate)
+            for option in ([pieces, [candidate]] if len(pieces) > 1 else [[candidate]]):
+                found = _locate_pieces(passage, option, stage, threshold, hint)
+                if found is not None and found.end > found.start:
+                    return found
+    best = max((f.score for c in candidates if (f := find(passage, c, ("fuzzy",))) is not None), default=0.0)
+    return Found(-1, -1, UNVERIFIED, round(best, 3))
+
+
+def field_record(found: Found) -> dict[str, Any]:
+    """The `--details` record of one field: status, start, end (null when unverified) and score."""
+    located = found.policy != UNVERIFIED
+    return {"status": found.policy, "start": found.start if located else None, "end": found.end if located else None,
+            "score": round(float(found.score), 3)}
+
+
+@dataclass
+class Grounded:
+    """A grounded submission, one details record per grounded question, and the status counts."""
+
+    submission: dict[str, Any]
+    details: list[dict[str, Any]]
+    counts: dict[str, int]  # evidence status -> questions
+    answer_counts: dict[str, int] = field(default_factory=dict)  # span answers' status -> questions (span subsets)
+
+    @property
+    def unverified_rate(self) -> float:
+        """The share (0-1) of grounded questions whose evidence is unverified."""
+        total = sum(self.counts.values())
+        return self.counts.get(UNVERIFIED, 0) / total if total else 0.0
+
+
+def _entry(qid: str, entry: Any) -> dict[str, Any]:
+    if not isinstance(entry, dict) or "evidence" not in entry or "answer" not in entry:
+        raise ExpmrcError(f"question {qid}: a prediction must be an object with `answer` and `evidence`")
+    return dict(entry)
+
+
+def check_subset(dataset: Dataset, submission: dict[str, Any], source: str = "submission") -> None:
+    """Refuse a submission none (or under half) of whose ids are questions of `dataset`: it is for another subset."""
+    known = {q.qid for q in dataset.questions}
+    matching = sum(qid in known for qid in submission)
+    if submission and 2 * matching < len(submission):
+        first = next(qid for qid in submission if qid not in known)
+        raise ExpmrcError(f"{source}: only {matching} of its {len(submission)} question ids are in {dataset.path} "
+                          f"({dataset.subset}; first unknown: {first}); is it a submission for another subset?")
+
+
+def ground_question(question: Any, entry: dict[str, Any], drop_unverified: bool) -> tuple[dict, dict]:
+    """One entry grounded (located fields replaced by passage substrings, offsets added) and its details record."""
+    passage = passage_of(question)
+    out = {k: v for k, v in entry.items() if k not in ("answer_start", "evidence_start")}
+    record: dict[str, Any] = {"id": question.qid}
+    answer = None
+    if isinstance(question, SpanQuestion):
+        answer = ground_text(passage, entry["answer"], Hint(start=entry.get("answer_start")))
+    evidence = ground_text(passage, entry["evidence"], Hint(start=entry.get("evidence_start"),
+                                                            holding=None if answer is None or answer.start < 0
+                                                            else answer.span))
+    if answer is not None and answer.policy != UNVERIFIED and evidence.policy != UNVERIFIED \
+            and not (evidence.start <= answer.start and answer.end <= evidence.end):
+        inside = find(passage[evidence.start:evidence.end], passage[answer.start:answer.end], ("verbatim",))
+        if inside is not None:
+            answer = Found(inside.start + evidence.start, inside.end + evidence.start, answer.policy, answer.score)
+    for key, found in (("evidence", evidence), ("answer", answer)):
+        if found is None:
+            continue
+        record[key] = field_record(found)
+        if found.policy != UNVERIFIED:
+            out[key], out[f"{key}_start"] = passage[found.start:found.end], found.start
+        elif drop_unverified:
+            out[key] = ""
+    return out, record
+
+
+def ground_submission(dataset: Dataset, submission: dict[str, Any], drop_unverified: bool = False) -> Grounded:
+    """Ground every prediction of `submission` that names a question of `dataset` (in dataset order)."""
+    check_subset(dataset, submission)
+    grounded: dict[str, Any] = {}
+    details: list[dict[str, Any]] = []
+    counts = dict.fromkeys(STATUSES, 0)
+    answer_counts = dict.fromkeys(STATUSES, 0) if dataset.kind == "span" else {}
+    for question in dataset.questions:
+        if question.qid not in submission:
+            continue
+        entry, record = ground_question(question, _entry(question.qid, submission[question.qid]), drop_unverified)
+        grounded[question.qid] = entry
+        details.append(record)
+        counts[record["evidence"]["status"]] += 1
+        if "answer" in record:
+            answer_counts[record["answer"]["status"]] += 1
+    return Grounded(grounded, details, counts, answer_counts)
+
+
+def is_substring(passage: str, text: Any) -> bool:
+    """Whether a (stripped) evidence text is a verbatim passage substring; an empty one counts as one."""
+    text = str(text).strip()
+    return not text or text in passage
+
