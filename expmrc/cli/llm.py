@@ -80,6 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="device for --backend transformers (default: cuda if there is one)")
     parser.add_argument("--retries", type=integer_in(0, 20), default=5,
                         help="retries on 429, 5xx, timeouts and refused connections, with exponential backoff (default 5)")
+    parser.add_argument("--backoff", type=number_in(0.0, 600.0), default=1.0, metavar="SECONDS",
+                        help="first retry's wait, doubled for each further retry (default 1; a Retry-After header wins)")
     parser.add_argument("--timeout", type=number_in(1.0, 86400.0), default=600.0, help="seconds per request (default 600)")
     parser.add_argument("--cache", metavar="FILE", help="response cache (default $EXPMRC_CACHE/llm-responses.sqlite, "
                         "else ~/.cache/expmrc/llm-responses.sqlite)")

@@ -60,12 +60,13 @@ class OpenAIBackend:
     batch_size = 1
 
     def __init__(self, base_url: str, api_key: str, retries: int = 5, timeout: float = 600.0,
-                 backoff: float = 1.0) -> None:
+                 backoff: float = 1.0, key_name: str = "OPENAI_API_KEY") -> None:
         import openai
 
         self.url = public_url(base_url)
         self.retries = retries
         self.backoff = backoff
+        self.key_name = key_name  # the environment variable the key came from, named in errors
         self.structured = True  # set False once the server refuses `response_format`
         self._openai = openai
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=timeout)
@@ -117,7 +118,7 @@ class OpenAIBackend:
     def _refused(self, exc: Any, model: str) -> str:
         detail = _message(exc)
         if exc.status_code in (401, 403):
-            return f"{self.url} refused the API key ({exc.status_code}): {detail}; check the variable --api-key-env names"
+            return f"{self.url} refused the API key ({exc.status_code}): {detail}; check ${self.key_name} (--api-key-env)"
         if exc.status_code == 404:
             return f"{self.url}: model {model!r} not found, or no chat-completions endpoint there (404): {detail}"
         return f"{self.url} refused the request for model {model!r} ({exc.status_code}): {detail}"

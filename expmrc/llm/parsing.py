@@ -21,7 +21,8 @@ THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 ANSWER_KEYS = ("answer", "答案", "final_answer", "option", "choice")
 EVIDENCE_KEYS = ("evidence", "证据", "quote", "依据", "原文", "supporting_text")
-ANSWER_LINE = re.compile(r"(?:\b(?:final\s+answer|answer)\b|答案|正确答案|应选|选项)\s*(?:is|为|是)?\s*[:：]?\s*(.+)", re.IGNORECASE)
+ANSWER_LINE = re.compile(r"(?:\b(?:final\s+answer|answer)\b|答案|应选)\s*(?:(?:is|为|是)\s*[:：]?|[:：])\s*(.+)",
+                         re.IGNORECASE)
 EVIDENCE_LINE = re.compile(r"(?:evidence|quote|证据|依据|原文)\s*(?:is|为|是)?\s*[:：]\s*(.+)", re.IGNORECASE)
 LETTER = re.compile(r"^(?:option|choice|选项|选)?\s*[(（\[]?\s*([A-Z])\s*[)）\]]?(?:\s*(?:项|选项))?(?:$|[\s.．。,，、:：)）])",
                     re.IGNORECASE)

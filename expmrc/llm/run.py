@@ -229,7 +229,8 @@ def make_backend(args: Any) -> Any:
         return TransformersBackend(args.model, args.batch_size, args.device, args.seed)
     if not args.base_url.startswith(("http://", "https://")):
         raise ExpmrcError(f"--base-url {args.base_url!r}: expected an http:// or https:// URL")
-    return OpenAIBackend(args.base_url, os.environ.get(args.api_key_env, ""), args.retries, args.timeout)
+    return OpenAIBackend(args.base_url, os.environ.get(args.api_key_env, ""), args.retries, args.timeout, args.backoff,
+                         args.api_key_env)
 
 
 def replies(args: Any, prepared: Prepared) -> tuple[Fetched, Any]:
@@ -254,7 +255,8 @@ def ground(dataset: Dataset, submission: dict[str, Any]) -> tuple[dict[str, Any]
 
     result = ground_submission(dataset, submission)
     details = {d["id"]: {k: v for k, v in d.items() if k != "id"} for d in result.details}
-    return result.submission, details, {"counts": result.counts, "unverified_evidence_rate": result.unverified_rate}
+    return result.submission, details, {"counts": result.counts, "answer_counts": result.answer_counts,
+                                        "unverified_evidence_rate": result.unverified_rate}
 
 
 def scores(dataset: Dataset, submission: dict[str, Any], name: str) -> dict[str, Any]:
