@@ -8,6 +8,7 @@ import json
 import os
 import platform
 import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
@@ -79,9 +80,19 @@ def fetch(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCach
                dynamic_ncols=True)
     start, tokens = time.perf_counter(), 0
     pool = ThreadPoolExecutor(max_workers=concurrency if backend.batch_size == 1 else 1)
+    stop = threading.Event()  # set by the first failed call: no further request starts after it
+
+    def call(chunk: list[str]) -> list[Reply]:
+        if stop.is_set():
+            return []
+        try:
+            return backend.complete([requests[qid] for qid in chunk])
+        except BaseException:
+            stop.set()
+            raise
+
     try:
-        pending: dict[Future, list[str]] = {
-            pool.submit(backend.complete, [requests[qid] for qid in chunk]): chunk for chunk in chunks}
+        pending: dict[Future, list[str]] = {pool.submit(call, chunk): chunk for chunk in chunks}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
@@ -94,6 +105,7 @@ def fetch(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCach
                 bar.update(len(chunk))
                 bar.set_postfix_str(f"{tokens / max(time.perf_counter() - start, 1e-9):.1f} tokens/s")
     finally:
+        stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
         bar.close()
     return fetched

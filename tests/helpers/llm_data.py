@@ -55,3 +55,18 @@ def write_training(folder: Path) -> str:
     path = folder / "train-pseudo-squad.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     return str(path)
+
+
+def official_scores(dataset: str, predictions: str) -> dict:
+    """What the leaderboard's script (eval_expmrc.py, run in this process) prints for a submission."""
+    import contextlib
+    import importlib.util
+    import io
+
+    spec = importlib.util.spec_from_file_location("eval_expmrc", Path(__file__).resolve().parents[2] / "eval_expmrc.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert module.main([dataset, predictions]) == 0
+    return json.loads(out.getvalue())

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.common import ROOT, environment, needs_punkt
+from helpers.common import environment, needs_punkt
 from helpers.fake_openai import FakeChatServer
-from helpers.llm_data import DATASETS, write_dataset, write_training
+from helpers.llm_data import DATASETS, official_scores, write_dataset, write_training
 
 from expmrc.cli import main
 from expmrc.data.datasets import load_dataset
@@ -92,9 +92,7 @@ def test_the_official_scorer_reads_every_question_even_when_replies_are_gibberis
     run = tmp_path / "run"
     assert read(run, "scores.json")["parse"] == {"json": 0, "text": 0, "failed": 2}
     assert all(p == {"answer": "", "evidence": ""} for p in read(run, "predictions.json").values())
-    out = subprocess.run([sys.executable, str(ROOT / "eval_expmrc.py"), path, str(run / "predictions.json")],
-                         capture_output=True, text=True, env=environment(), check=True).stdout
-    official = json.loads(out)
+    official = official_scores(path, str(run / "predictions.json"))
     assert official["SKIP"] == 0 and official["TOTAL"] == 2
 
 
@@ -243,6 +241,7 @@ def test_limit_scores_the_first_questions_only(tmp_path):
     assert read(tmp_path / "run", "scores.json")["raw"]["TOTAL"] == 1
 
 
+@pytest.mark.slow
 def test_a_killed_run_leaves_no_output_and_resumes_paying_nothing_twice(tmp_path):
     doc = json.loads(json.dumps(DATASETS["squad"]))
     qas = doc["data"][0]["paragraphs"][0]["qas"]
