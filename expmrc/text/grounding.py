@@ -16,7 +16,7 @@ from typing import Any
 
 from expmrc.data.datasets import Dataset, SpanQuestion, passage_of
 from expmrc.errors import ExpmrcError
-from expmrc.text.locate import QUOTES, Found, Hint, find, tokens, trim
+from expmrc.text.locate import Found, Hint, find, tokens, trim
 
 EXACT, NORMALIZED, FUZZY, UNVERIFIED = "exact", "normalized", "fuzzy", "unverified"
 STATUSES = (EXACT, NORMALIZED, FUZZY, UNVERIFIED)

@@ -263,3 +263,31 @@ def find(passage: str, text: str, policies: Sequence[str] = ("offset", "verbatim
 
 def _shift(value: int | Span, by: int) -> int | Span:
     return value + by if isinstance(value, int) else (value[0] + by, value[1] + by)
+
+
+# --- the policies the training labels use -----------------------------------------------------------
+
+
+def locate_evidence(passage: str, evidences: Sequence[object] | None,
+                    answer: Span | None = None) -> tuple[Span | None, str]:
+    """The span of a question's evidence for training labels, and how it was found: each evidence string,
+    stripped, `verbatim` (the occurrence holding the answer, else the one nearest it, else the first), then
+    each `whitespace`-tolerantly. Status "found", "repaired" (whitespace), "not_found" or "missing" (none given)."""
+    texts = [str(e).strip() for e in evidences or [] if str(e).strip()]
+    if not texts:
+        return None, "missing"
+    hint = Hint(holding=answer, near=None if answer is None else answer[0])
+    for name, status in (("verbatim", "found"), ("whitespace", "repaired")):
+        for text in texts:
+            found = find(passage, text, (name,), hint)
+            if found is not None:
+                return found.span, status
+    return None, "not_found"
+
+
+def locate_answer(passage: str, answer: str, given: object) -> tuple[Span | None, bool]:
+    """The span of a span answer: at `given` (its `answer_start`) when the text is there, else the occurrence
+    nearest to it (the first when none is given); and whether it had to be moved."""
+    start = given if isinstance(given, int) and not isinstance(given, bool) else None
+    found = find(passage, answer, ("offset", "verbatim"), Hint(start=start, near=0 if start is None else start))
+    return (None, False) if found is None else (found.span, found.policy != "offset")
