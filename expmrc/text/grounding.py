@@ -20,7 +20,7 @@ from expmrc.text.locate import Found, Hint, find, tokens, trim
 
 EXACT, NORMALIZED, FUZZY, UNVERIFIED = "exact", "normalized", "fuzzy", "unverified"
 STATUSES = (EXACT, NORMALIZED, FUZZY, UNVERIFIED)
-FUZZY_THRESHOLD = 80.0  # the least share (%) of a quote's tokens a fuzzy alignment must match in order
+FUZZY_THRESHOLD = 85.0  # the least share (%) of a quote's tokens a fuzzy alignment must match in order
 MIN_FUZZY_TOKENS = 3  # shorter texts are located verbatim or normalized only: a fuzzy match of them means little
 _STATUS_OF = {"offset": EXACT, "verbatim": EXACT, "normalized": NORMALIZED, "fuzzy": FUZZY}
 _ELLIPSIS = re.compile(r"\s*(?:(?:[.。．]\s*){2,}[.。．]|…+)\s*")
@@ -106,13 +106,14 @@ STAGES = (("offset", "verbatim"), ("normalized",), ("fuzzy",))
 
 def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float = FUZZY_THRESHOLD,
                 answer: bool = False) -> Found:
-    """Ground one quote (an `answer` is tried without edge punctuation first): a Found whose `policy` is its
-    status (`unverified`: start = end = -1, score the best fuzzy score seen)."""
+    """Ground one quote: without its framing first (when it has one), then as given (an `answer` without a final
+    stop or enclosing quote marks first), then without edge punctuation. A Found whose `policy` is its status
+    (`unverified`: start = end = -1, score the best fuzzy score seen)."""
     text = "" if text is None else str(text).strip()
     if not text or not passage:
         return Found(-1, -1, UNVERIFIED, 0.0)
     first = _STOPS.sub("", _unquoted(text)) if answer else text
-    candidates = list(dict.fromkeys(c for c in (first, text, unframed(text, passage), _bare(text)) if c))
+    candidates = list(dict.fromkeys(c for c in (unframed(text, passage), first, text, _bare(text)) if c))
     for stage in STAGES:
         for candidate in candidates:
             pieces = _pieces(candidate)

@@ -193,10 +193,15 @@ def _aligned(query: str, region: str) -> tuple[int, int, int] | None:
     backward = _blocks(query[::-1], region[::-1])
     if not forward or not backward:
         return None
-    first = max(forward[0][1], len(region) - backward[-1][1] - backward[-1][2])
-    last = min(forward[-1][1] + forward[-1][2], len(region) - backward[0][1]) - 1
-    matched = sum(max(0, min(b + size, last + 1) - max(b, first)) for _, b, size in forward
-                  if size >= 2 or len(query) <= 2)
+    first = len(region) - backward[-1][1] - backward[-1][2]  # the latest start: matching from the right
+    last = forward[-1][1] + forward[-1][2] - 1  # the earliest end: matching from the left
+    if first > last:
+        first = forward[0][1]
+    def inside(blocks: list[tuple[int, int, int]], flip: bool) -> int:
+        runs = [(len(region) - b - size if flip else b, size) for _, b, size in blocks]
+        return sum(max(0, min(b + size, last + 1) - max(b, first)) for b, size in runs if size >= 2 or len(query) <= 2)
+
+    matched = max(inside(forward, False), inside(backward, True))
     return (first, last, matched) if first <= last else None
 
 

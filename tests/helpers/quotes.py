@@ -3,7 +3,8 @@
 `faithful` quotes change only what a model changes when it quotes honestly (spacing, punctuation
 width, quote marks, case, a few dropped words, an ellipsis for a left-out middle, a framing
 sentence); `fabricated` quotes keep some of the evidence's words but assert something the passage
-does not hold (spliced with another passage, words swapped for others, a restated question).
+does not hold (spliced with another passage, runs or a quarter of the words swapped for others, a
+restated question).
 """
 
 from __future__ import annotations
@@ -111,6 +112,14 @@ def swap(text: str, other: str, rng: random.Random) -> str:
     return join(out, chinese)
 
 
+def substitute(text: str, other: str, rng: random.Random) -> str:
+    """A quarter of the evidence's units (at least two), at random places, replaced by units of another passage."""
+    a, b, chinese = units(text), units(other), is_chinese(text)
+    for i in rng.sample(range(len(a)), max(2, len(a) // 4)):
+        a[i] = rng.choice(b)
+    return join(a, chinese)
+
+
 def restate(text: str, question: str, other: str, rng: random.Random) -> str:
     """The question turned into a claim, finished with a few of the evidence's units and another passage's."""
     a, b, chinese = units(text), units(other), is_chinese(text)
@@ -121,10 +130,10 @@ def restate(text: str, question: str, other: str, rng: random.Random) -> str:
 
 def fabricated(text: str, question: str, other: str, rng: random.Random) -> tuple[str, str]:
     """A quote that shares words with the evidence but is not in the passage, and how it was made."""
-    name = rng.choice(("splice", "swap", "restate"))
+    name = rng.choice(("splice", "swap", "substitute", "restate"))
     if name == "restate":
         return restate(text, question, other, rng), name
-    return (splice if name == "splice" else swap)(text, other, rng), name
+    return {"splice": splice, "swap": swap, "substitute": substitute}[name](text, other, rng), name
 
 
 def answer_variant(answer: str, rng: random.Random) -> str:
