@@ -7,8 +7,8 @@ the overlap, so it is set per question length), offsets and `sequence_ids` telli
 tokens apart. Special tokens, their order and the token types are the tokenizer's (see
 `expmrc.features.windows` for windows, labels and the table).
 
-Training labels come from the first answer (`windows.locate_answer`) and the question's evidences
-(`windows.locate_evidence`), with these rules for bad input, each counted in the `FeatureReport`:
+Training labels come from the first answer (`expmrc.text.locate.locate_answer`) and the question's
+evidences (`expmrc.text.locate.locate_evidence`), with these rules for bad input, each counted in the `FeatureReport`:
 - `answer_start` not at the answer text: moved to the nearest occurrence (a missing one takes the
   first occurrence) — `answer_start_repaired`;
 - answer text empty, not in the passage, or only characters the tokenizer drops; or an empty passage:
@@ -29,8 +29,8 @@ from tqdm import tqdm
 from expmrc.data.datasets import SpanQuestion
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import (IGNORE, FeatureReport, FeatureTable, PairTemplate, TableBuilder,
-                                     char_span_to_tokens, count_unknown, locate_answer, locate_evidence,
-                                     max_context, window_label)
+                                     char_span_to_tokens, count_unknown, max_context, window_label)
+from expmrc.text.locate import locate_answer, locate_evidence
 
 
 def truncated_question(text: str, tokenizer: Any, max_tokens: int) -> tuple[str, int, bool]:

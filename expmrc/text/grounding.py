@@ -16,14 +16,14 @@ from typing import Any
 
 from expmrc.data.datasets import Dataset, SpanQuestion, passage_of
 from expmrc.errors import ExpmrcError
-from expmrc.text.locate import QUOTES, Found, Hint, find, tokens, trim
+from expmrc.text.locate import Found, Hint, find, tokens, trim
 
 EXACT, NORMALIZED, FUZZY, UNVERIFIED = "exact", "normalized", "fuzzy", "unverified"
 STATUSES = (EXACT, NORMALIZED, FUZZY, UNVERIFIED)
-FUZZY_THRESHOLD = 80.0  # the least share (%) of a quote's tokens a fuzzy alignment must match in order
+FUZZY_THRESHOLD = 85.0  # the least share (%) of a quote's tokens a fuzzy alignment must match in order
 MIN_FUZZY_TOKENS = 3  # shorter texts are located verbatim or normalized only: a fuzzy match of them means little
 _STATUS_OF = {"offset": EXACT, "verbatim": EXACT, "normalized": NORMALIZED, "fuzzy": FUZZY}
-_ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…+|。{3,}|．{3,})\s*")
+_ELLIPSIS = re.compile(r"\s*(?:(?:[.。．]\s*){2,}[.。．]|…+)\s*")
 _FRAMING_WORDS = re.compile(
     r"passage|text|article|context|paragraph|document|story|evidence|quote|according|says|said|states|stated|"
     r"reads|writes|wrote|mentions|notes|author|answer|support|原文|文章|文中|短文|材料|段落|上文|写道|提到|指出|说|"
@@ -31,17 +31,41 @@ _FRAMING_WORDS = re.compile(
 _OPEN, _CLOSE = "\"“「『‘'«", "\"”」』’'»"
 _QUOTED = re.compile(rf"^(?P<pre>[^{_OPEN}]*?)[{_OPEN}](?P<body>.+)[{_CLOSE}](?P<post>[^{_CLOSE}]*)$", re.DOTALL)
 _PREFIX = re.compile(r"^(?P<pre>[^:：\n]{1,80})[:：]\s*(?P<body>.+)$", re.DOTALL)
+_STOPS = re.compile(r"[\s.,;:!?。，、；：！？]+$")
+_EDGES = re.compile(r"^[\W_]+|[\W_]+$")
 
 
-def unframed(text: str) -> str | None:
-    """`text` without a framing sentence around a quote or before a colon; None when it has none."""
-    match = _QUOTED.match(text.strip())
-    if match and (_FRAMING_WORDS.search(match["pre"]) or match["pre"].rstrip().endswith((":", "：", ","))):
-        return match["body"].strip()
-    match = _PREFIX.match(text.strip())
-    if match and _FRAMING_WORDS.search(match["pre"]):
-        return match["body"].strip().strip("".join(QUOTES)).strip()
+def unframed(text: str, passage: str) -> str | None:
+    """`text` without a framing sentence before a quote or a colon, or None when it has none: the framing must
+    name the passage or the quoting (or, before a quote, end in a colon or comma) and not be passage text
+    itself, and nothing but punctuation may follow a closing quote."""
+    text = text.strip()
+    match = _PREFIX.match(text)
+    if match and _FRAMING_WORDS.search(match["pre"]) and not _in_passage(passage, match["pre"]):
+        return _unquoted(match["body"].strip())
+    match = _QUOTED.match(text)
+    if match and not tokens(match["post"])[0] and len(tokens(match["pre"])[0]) <= 12:
+        pre = match["pre"].strip()
+        if (_FRAMING_WORDS.search(pre) or pre.endswith((":", "：", ",", "，"))) and not _in_passage(passage, pre):
+            return match["body"].strip()
     return None
+
+
+def _in_passage(passage: str, text: str) -> bool:
+    """Whether every ellipsis piece of `text` (edge punctuation aside) occurs normalized in the passage."""
+    pieces = [_bare(p) for p in _pieces(text)]
+    return bool(pieces) and all(find(passage, p, ("verbatim", "normalized")) is not None for p in pieces)
+
+
+def _unquoted(text: str) -> str:
+    """`text` without one pair of quote marks around all of it."""
+    text = _STOPS.sub("", text) if len(text) > 2 and text.rstrip(".。!！")[-1:] in _CLOSE else text
+    return text[1:-1].strip() if len(text) > 2 and text[0] in _OPEN and text[-1] in _CLOSE else text
+
+
+def _bare(text: str) -> str:
+    """`text` without punctuation, quote marks and whitespace at either end."""
+    return _EDGES.sub("", text)
 
 
 def _pieces(text: str) -> list[str]:
@@ -49,32 +73,47 @@ def _pieces(text: str) -> list[str]:
     return [p for p in _ELLIPSIS.split(text) if tokens(p)[0]]
 
 
+def _accepted(found: Found | None, piece: str, threshold: float) -> bool:
+    return found is not None and found.end > found.start and (
+        found.policy != "fuzzy" or (found.score >= threshold and len(tokens(piece)[0]) >= MIN_FUZZY_TOKENS))
+
+
 def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], threshold: float,
                    hint: Hint) -> Found | None:
-    """The span covering every piece found in order (all by the stage's policies), or None."""
-    after, spans, statuses, scores = 0, [], [], []
-    for piece in pieces:
-        found = find(passage, piece, stage, hint if len(pieces) == 1 else Hint(), after)
-        if found is None or (found.policy == "fuzzy" and (found.score < threshold
-                                                          or len(tokens(piece)[0]) < MIN_FUZZY_TOKENS)):
+    """The span covering every piece found in order by the stage's policies, or None: the longest piece
+    first, then the pieces before it nearest to it on the left, and the pieces after it on the right."""
+    anchor = max(range(len(pieces)), key=lambda i: (len(tokens(pieces[i])[0]), -i))
+    found = find(passage, pieces[anchor], stage, hint if len(pieces) == 1 else Hint())
+    if not _accepted(found, pieces[anchor], threshold):
+        return None
+    located = {anchor: found}
+    for i in list(range(anchor - 1, -1, -1)) + list(range(anchor + 1, len(pieces))):
+        left = i < anchor
+        edge = located[i + 1].start if left else located[i - 1].end
+        found = find(passage, pieces[i], stage, Hint(near=edge if left else None),
+                     (0, edge) if left else (edge, len(passage)))
+        if not _accepted(found, pieces[i], threshold):
             return None
-        statuses.append(_STATUS_OF[found.policy])
-        scores.append(found.score)
-        spans.append(found.span)
-        after = found.end
-    start, end = trim(passage, (spans[0][0], spans[-1][1]))
-    return Found(start, end, max(statuses, key=STATUSES.index), min(scores))
+        located[i] = found
+    parts = [located[i] for i in range(len(pieces))]
+    start, end = trim(passage, (parts[0].start, parts[-1].end))
+    return Found(start, end, max((_STATUS_OF[f.policy] for f in parts), key=STATUSES.index),
+                 min(f.score for f in parts))
 
 
 STAGES = (("offset", "verbatim"), ("normalized",), ("fuzzy",))
 
 
-def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float = FUZZY_THRESHOLD) -> Found:
-    """Ground one quote: a Found whose `policy` is its status (`unverified`: start = end = -1, score the best seen)."""
+def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float = FUZZY_THRESHOLD,
+                answer: bool = False) -> Found:
+    """Ground one quote: without its framing first (when it has one), then as given (an `answer` without a final
+    stop or enclosing quote marks first), then without edge punctuation. A Found whose `policy` is its status
+    (`unverified`: start = end = -1, score the best fuzzy score seen)."""
     text = "" if text is None else str(text).strip()
     if not text or not passage:
         return Found(-1, -1, UNVERIFIED, 0.0)
-    candidates = [text] + [t for t in (unframed(text),) if t]
+    first = _STOPS.sub("", _unquoted(text)) if answer else text
+    candidates = list(dict.fromkeys(c for c in (unframed(text, passage), first, text, _bare(text)) if c))
     for stage in STAGES:
         for candidate in candidates:
             pieces = _pieces(candidate)
@@ -132,7 +171,7 @@ def ground_question(question: Any, entry: dict[str, Any], drop_unverified: bool)
     record: dict[str, Any] = {"id": question.qid}
     answer = None
     if isinstance(question, SpanQuestion):
-        answer = ground_text(passage, entry["answer"], Hint(start=entry.get("answer_start")))
+        answer = ground_text(passage, entry["answer"], Hint(start=entry.get("answer_start")), answer=True)
     evidence = ground_text(passage, entry["evidence"], Hint(start=entry.get("evidence_start"),
                                                             holding=None if answer is None or answer.start < 0
                                                             else answer.span))

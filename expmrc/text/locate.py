@@ -10,8 +10,9 @@ that finds anything wins, and `choose` picks one of its spans. Policies, registe
 - `normalized`: every match after NFKC, full-/half-width punctuation folded to ASCII, quote marks and
   whitespace dropped and case folded, on both sides; each match is mapped back to the passage
   characters it came from.
-- `fuzzy`: one alignment over word tokens (a CJK character is a token) with rapidfuzz: the passage
-  window most like the text, its score the share of the text's tokens matched in order (0-100).
+- `fuzzy`: one alignment over word tokens (over letters and digits in a CJK passage) with rapidfuzz:
+  the passage window most like the text, its score the share of the text's tokens matched in order,
+  in runs of two or more (0-100).
 
 Of several spans, `choose` takes the one holding `holding` (an evidence holding the answer), else one
 lying within `within` (an answer inside its evidence), else the one starting nearest `near`, else the
@@ -35,6 +36,7 @@ _FOLD = str.maketrans({"。": ".", "、": ",", "｡": ".", "､": ",", "—": "-
 QUOTES = frozenset("\"'`“”‘’„‟«»「」『』＂＇‹›〝〞")
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+_CHARACTER = re.compile(r"[^\W_]")
 
 
 @dataclass(frozen=True)
@@ -152,10 +154,17 @@ def _normalized(passage: str, text: str, hint: Hint) -> list[tuple[Span, float]]
 
 
 @lru_cache(maxsize=256)
-def tokens(text: str) -> tuple[tuple[str, ...], tuple[Span, ...]]:
-    """Word tokens of `text` (a CJK character is one), NFKC case-folded, with their character spans."""
-    found = [(unicodedata.normalize("NFKC", m.group()).casefold(), m.span()) for m in _TOKEN.finditer(text)]
+def tokens(text: str, characters: bool = False) -> tuple[tuple[str, ...], tuple[Span, ...]]:
+    """Word tokens of `text` (a CJK character is one; with `characters`, every letter and digit is one),
+    NFKC case-folded, with their character spans."""
+    pattern = _CHARACTER if characters else _TOKEN
+    found = [(unicodedata.normalize("NFKC", m.group()).casefold(), m.span()) for m in pattern.finditer(text)]
     return tuple(t for t, _ in found), tuple(s for _, s in found)
+
+
+def is_cjk(text: str) -> bool:
+    """Whether CJK characters make up a fifth or more of `text` (then `fuzzy` compares it character by character)."""
+    return len(re.findall(f"[{_CJK}]", text)) * 5 >= len(text) > 0
 
 
 def _encode(*sequences: Sequence[str]) -> list[str]:
@@ -165,37 +174,59 @@ def _encode(*sequences: Sequence[str]) -> list[str]:
 
 
 def _blocks(query: str, region: str) -> list[tuple[int, int, int]]:
-    """(query index, region index, length) of the in-order matches of `query` in `region`, without
-    lone one-token matches stranded three or more tokens away from the rest at either end."""
+    """(query index, region index, length) of the in-order matches of `query` in `region`, less the end
+    matches stranded far from the rest (by a gap of at least three times their length)."""
     from rapidfuzz.distance import Indel
 
     blocks = [(b.a, b.b, b.size) for b in Indel.opcodes(query, region).as_matching_blocks() if b.size]
-    while len(blocks) > 1 and blocks[0][2] == 1 and blocks[1][1] - (blocks[0][1] + 1) >= 3:
+    while len(blocks) > 1 and blocks[1][1] - (blocks[0][1] + blocks[0][2]) >= 3 * blocks[0][2]:
         blocks.pop(0)
-    while len(blocks) > 1 and blocks[-1][2] == 1 and blocks[-1][1] - (blocks[-2][1] + blocks[-2][2]) >= 3:
+    while len(blocks) > 1 and blocks[-1][1] - (blocks[-2][1] + blocks[-2][2]) >= 3 * blocks[-1][2]:
         blocks.pop()
     return blocks
 
 
+def _aligned(query: str, region: str) -> tuple[int, int, int] | None:
+    """The tightest region window [first, last] holding an in-order match of `query`, and how many query tokens
+    it matches in runs of two or more: the start as late and the end as early as the matches allow."""
+    forward = _blocks(query, region)
+    backward = _blocks(query[::-1], region[::-1])
+    if not forward or not backward:
+        return None
+    first = len(region) - backward[-1][1] - backward[-1][2]  # the latest start: matching from the right
+    last = forward[-1][1] + forward[-1][2] - 1  # the earliest end: matching from the left
+    if first > last:
+        first = forward[0][1]
+    def inside(blocks: list[tuple[int, int, int]], flip: bool) -> int:
+        runs = [(len(region) - b - size if flip else b, size) for _, b, size in blocks]
+        return sum(max(0, min(b + size, last + 1) - max(b, first)) for b, size in runs if size >= 2 or len(query) <= 2)
+
+    matched = max(inside(forward, False), inside(backward, True))
+    return (first, last, matched) if first <= last else None
+
+
 @policy("fuzzy")
 def _fuzzy(passage: str, text: str, hint: Hint) -> list[tuple[Span, float]]:
+    """The passage window most like `text` over word tokens; its score counts the text's tokens matched in
+    runs of two or more (all of them for a text of one or two tokens), as a share of the text's tokens."""
     from rapidfuzz import fuzz
 
-    words, _ = tokens(text)
-    passage_words, spans = tokens(passage)
+    characters = is_cjk(passage)
+    words, _ = tokens(text, characters)
+    passage_words, spans = tokens(passage, characters)
     if not words or not passage_words:
         return []
     query, target = _encode(words, passage_words)
     lo, hi = 0, len(target)
     if len(query) < len(target):
         window = fuzz.partial_ratio_alignment(query, target)
-        lo, hi = max(0, window.dest_start - len(query)), min(len(target), window.dest_end + len(query))
-    blocks = _blocks(query, target[lo:hi])
-    if not blocks:
+        slack = len(query) // 2 + 2
+        lo, hi = max(0, window.dest_start - slack), min(len(target), window.dest_end + slack)
+    aligned = _aligned(query, target[lo:hi])
+    if aligned is None:
         return []
-    first, last = lo + blocks[0][1], lo + blocks[-1][1] + blocks[-1][2] - 1
-    matched = sum(size for _, _, size in blocks)
-    if last - first + 1 > 3 * matched:  # matches scattered over a long stretch: not a quote of it
+    first, last, matched = lo + aligned[0], lo + aligned[1], aligned[2]
+    if last - first + 1 > 2 * len(query):  # matches scattered over a long stretch: not a quote of it
         return []
     return [((spans[first][0], spans[last][1]), 100.0 * matched / len(query))]
 
@@ -217,16 +248,51 @@ def choose(spans: Sequence[Span], hint: Hint) -> Span:
 
 
 def find(passage: str, text: str, policies: Sequence[str] = ("offset", "verbatim"), hint: Hint = Hint(),
-         after: int = 0) -> Found | None:
-    """Where `text` lies in `passage` by the first of `policies` that finds it (starting at `after`), or None."""
+         region: Span | None = None) -> Found | None:
+    """Where `text` lies in `passage` (within `region` when given) by the first of `policies` that finds it, or None."""
     if not text:
         return None
-    rest = passage[after:] if after else passage
-    shifted = hint if not after else Hint(None if hint.start is None else hint.start - after)
+    lo, hi = region or (0, len(passage))
+    rest = passage[lo:hi] if region else passage
+    if lo:
+        hint = Hint(*(None if v is None else _shift(v, -lo) for v in (hint.start, hint.holding, hint.within,
+                                                                      hint.near)))
     for name in policies:
-        found = POLICIES[name](rest, text, shifted)
+        found = POLICIES[name](rest, text, hint)
         if found:
             scores = dict(found)
-            span = choose([s for s, _ in found], hint if not after else Hint())
-            return Found(span[0] + after, span[1] + after, name, scores[span])
+            span = choose([s for s, _ in found], hint)
+            return Found(span[0] + lo, span[1] + lo, name, scores[span])
     return None
+
+
+def _shift(value: int | Span, by: int) -> int | Span:
+    return value + by if isinstance(value, int) else (value[0] + by, value[1] + by)
+
+
+# --- the policies the training labels use -----------------------------------------------------------
+
+
+def locate_evidence(passage: str, evidences: Sequence[object] | None,
+                    answer: Span | None = None) -> tuple[Span | None, str]:
+    """The span of a question's evidence for training labels, and how it was found: each evidence string,
+    stripped, `verbatim` (the occurrence holding the answer, else the one nearest it, else the first), then
+    each `whitespace`-tolerantly. Status "found", "repaired" (whitespace), "not_found" or "missing" (none given)."""
+    texts = [str(e).strip() for e in evidences or [] if str(e).strip()]
+    if not texts:
+        return None, "missing"
+    hint = Hint(holding=answer, near=None if answer is None else answer[0])
+    for name, status in (("verbatim", "found"), ("whitespace", "repaired")):
+        for text in texts:
+            found = find(passage, text, (name,), hint)
+            if found is not None:
+                return found.span, status
+    return None, "not_found"
+
+
+def locate_answer(passage: str, answer: str, given: object) -> tuple[Span | None, bool]:
+    """The span of a span answer: at `given` (its `answer_start`) when the text is there, else the occurrence
+    nearest to it (the first when none is given); and whether it had to be moved."""
+    start = given if isinstance(given, int) and not isinstance(given, bool) else None
+    found = find(passage, answer, ("offset", "verbatim"), Hint(start=start, near=0 if start is None else start))
+    return (None, False) if found is None else (found.span, found.policy != "offset")
