@@ -28,14 +28,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from helpers.fake_openai import FakeChatServer  # noqa: E402
-from helpers.tiny_chat import make_tiny_chat_model  # noqa: E402
+from helpers.fake_openai import FakeChatServer
+from helpers.tiny_chat import make_tiny_chat_model
 
-from expmrc.data.datasets import SUBSETS, load_dataset, passage_of  # noqa: E402
-from expmrc.llm.backends import OpenAIBackend  # noqa: E402
-from expmrc.llm.cache import ResponseCache  # noqa: E402
-from expmrc.llm.run import fetch  # noqa: E402
-from expmrc.text.grounding import ground_submission  # noqa: E402
+from expmrc.data.datasets import SUBSETS, load_dataset, passage_of
+from expmrc.llm.backends import OpenAIBackend
+from expmrc.llm.cache import ResponseCache
+from expmrc.llm.run import fetch
+from expmrc.text.grounding import ground_submission
 
 
 def requests_for(model: str, count: int, max_tokens: int) -> dict[str, dict]:

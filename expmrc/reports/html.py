@@ -25,6 +25,7 @@ from expmrc import __version__
 from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion, load_dataset, passage_of
 from expmrc.data.submissions import Prediction, load_submission, parse_prediction
 from expmrc.errors import ExpmrcError
+from expmrc.llm.report import attach_llm_replies
 from expmrc.metrics.registry import Metric, select
 from expmrc.reports.pages import asset, json_value, pyplot, render, svg
 from expmrc.scoring.scorer import Report, score, signature
@@ -60,6 +61,7 @@ def load_submissions(dataset: Dataset, paths: Sequence[str], metrics: list[Metri
     for k, path in enumerate(paths):
         entries = load_submission(path)
         report = score(dataset, entries, path, metrics)
+        attach_llm_replies(report, path)  # an `expmrc llm` run's replies, shown per question
         predictions = {q.qid: parse_prediction(path, q.qid, entries[q.qid])
                        for q in dataset.questions if q.qid in entries}
         submissions.append(Submission(names[k] if names else path, report, predictions))

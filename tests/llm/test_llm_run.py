@@ -269,3 +269,23 @@ def test_a_killed_run_leaves_no_output_and_resumes_paying_nothing_twice(tmp_path
     assert read(run, "run_info.json")["replies"] == {"sent": 8 - cached, "cached": cached, "imported_from": None}
 
 
+
+
+def test_collect_lists_llm_runs_with_the_dev_mark_and_report_shows_the_replies(tmp_path, capsys):
+    path = write_dataset(tmp_path, "cmrc2018")
+    runs = tmp_path / "runs"
+    with FakeChatServer(gold_reply(path)) as server:
+        assert llm(runs, path, server.url, out="zero") == 0
+        assert llm(runs, path, server.url, "--shots", "1", "--shots-file", path, "--allow-dev-shots", out="dev") == 0
+    capsys.readouterr()
+    assert main(["collect", str(runs), "--output-dir", str(tmp_path / "table"), "--quiet"]) == 0
+    table = (tmp_path / "table" / "llm_runs.md").read_text(encoding="utf-8")
+    rows = [line for line in table.splitlines() if line.startswith(f"| {runs}")]
+    assert len(rows) == 2 and "| fake-model | openai | span-zh-v1 |" in rows[0]
+    assert "| 1 (dev set) |" in next(r for r in rows if "/dev |" in r) and "| 100.0 |" in rows[0]
+    page = tmp_path / "report.html"
+    assert main(["report", path, str(runs / "zero" / "predictions.json"), "--output", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert "parse status" in html and "evidence grounding" in html and "raw reply" in html
+    assert json.dumps(gold_reply(path)({"messages": [{"content": "长江在哪里注入东海？"}]}), ensure_ascii=False)[1:-1] \
+        in html.replace("\\u003c", "<")
