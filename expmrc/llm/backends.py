@@ -112,7 +112,12 @@ class OpenAIBackend:
 
     def _gave_up(self, exc: Exception) -> str:
         status = getattr(exc, "status_code", None)
-        what = f"status {status}" if status else f"{type(exc).__name__}: {_message(exc)}"
+        if status:
+            what = f"status {status}"
+        elif isinstance(exc, self._openai.APITimeoutError):
+            what = "timed out; raise --timeout?"
+        else:
+            what = f"cannot connect: {_message(exc)}"
         return f"{self.url}: no reply after {self.retries} retries ({what})"
 
     def _refused(self, exc: Any, model: str) -> str:
@@ -147,14 +152,14 @@ class TransformersBackend:
         self.batch_size = batch_size
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model)
-            self.model = AutoModelForCausalLM.from_pretrained(model, dtype="auto")
+            loaded: Any = AutoModelForCausalLM.from_pretrained(model, dtype="auto")
         except (OSError, ValueError) as exc:
             raise ExpmrcError(f"{model}: cannot load a causal language model: {' '.join(str(exc).split())[:300]}") from None
         if not getattr(self.tokenizer, "chat_template", None):
             raise ExpmrcError(f"{model}: its tokenizer has no chat template; use a chat (instruct) model")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.model.to(device).eval()
+        self.model = loaded.to(device).eval()
         self.device = device
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
@@ -178,7 +183,7 @@ class TransformersBackend:
         for row, mask in zip(new, batch["attention_mask"]):
             ids = [int(t) for t in row if int(t) != self.tokenizer.pad_token_id]
             stopped = self.tokenizer.eos_token_id in ids or len(ids) < sampling["max_new_tokens"]
-            replies.append(Reply(text=self.tokenizer.decode(ids, skip_special_tokens=True),
+            replies.append(Reply(text=str(self.tokenizer.decode(ids, skip_special_tokens=True)),
                                  prompt_tokens=int(mask.sum()), completion_tokens=len(ids), latency=latency,
                                  finish_reason="stop" if stopped else "length"))
         return replies
