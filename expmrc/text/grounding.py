@@ -35,26 +35,20 @@ _STOPS = re.compile(r"[\s.,;:!?。，、；：！？]+$")
 _EDGES = re.compile(r"^[\W_]+|[\W_]+$")
 
 
-def unframed(text: str, passage: str) -> str | None:
-    """`text` without a framing sentence before a quote or a colon, or None when it has none: the framing must
-    name the passage or the quoting (or, before a quote, end in a colon or comma) and not be passage text
-    itself, and nothing but punctuation may follow a closing quote."""
+def unframed(text: str) -> str | None:
+    """`text` without a framing sentence before a colon or around a quote, or None when it has none: the framing
+    names the passage or the quoting (or, before a quote, ends in a colon or comma), is at most twelve words,
+    and nothing but punctuation follows the closing quote."""
     text = text.strip()
     match = _PREFIX.match(text)
-    if match and _FRAMING_WORDS.search(match["pre"]) and not _in_passage(passage, match["pre"]):
+    if match and _FRAMING_WORDS.search(match["pre"]):
         return _unquoted(match["body"].strip())
     match = _QUOTED.match(text)
     if match and not tokens(match["post"])[0] and len(tokens(match["pre"])[0]) <= 12:
         pre = match["pre"].strip()
-        if (_FRAMING_WORDS.search(pre) or pre.endswith((":", "：", ",", "，"))) and not _in_passage(passage, pre):
+        if _FRAMING_WORDS.search(pre) or pre.endswith((":", "：", ",", "，")):
             return match["body"].strip()
     return None
-
-
-def _in_passage(passage: str, text: str) -> bool:
-    """Whether every ellipsis piece of `text` (edge punctuation aside) occurs normalized in the passage."""
-    pieces = [_bare(p) for p in _pieces(text)]
-    return bool(pieces) and all(find(passage, p, ("verbatim", "normalized")) is not None for p in pieces)
 
 
 def _unquoted(text: str) -> str:
@@ -106,21 +100,23 @@ STAGES = (("offset", "verbatim"), ("normalized",), ("fuzzy",))
 
 def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float = FUZZY_THRESHOLD,
                 answer: bool = False) -> Found:
-    """Ground one quote: without its framing first (when it has one), then as given (an `answer` without a final
-    stop or enclosing quote marks first), then without edge punctuation. A Found whose `policy` is its status
-    (`unverified`: start = end = -1, score the best fuzzy score seen)."""
+    """Ground one quote: exactly, then normalized, as given (an `answer` without a final stop or enclosing quote
+    marks first), then without its framing, then without edge punctuation; then fuzzily, without its framing
+    first. A Found whose `policy` is its status (`unverified`: start = end = -1, score the best fuzzy score seen)."""
     text = "" if text is None else str(text).strip()
     if not text or not passage:
         return Found(-1, -1, UNVERIFIED, 0.0)
     first = _STOPS.sub("", _unquoted(text)) if answer else text
-    candidates = list(dict.fromkeys(c for c in (unframed(text, passage), first, text, _bare(text)) if c))
-    for stage in STAGES:
-        for candidate in candidates:
-            pieces = _pieces(candidate)
-            for option in ([pieces, [candidate]] if len(pieces) > 1 else [[candidate]]):
-                found = _locate_pieces(passage, option, stage, threshold, hint)
-                if found is not None and found.end > found.start:
-                    return found
+    inner = unframed(text)
+    candidates = list(dict.fromkeys(c for c in (first, text, inner, _bare(text)) if c))
+    fuzzy = list(dict.fromkeys(c for c in (inner, *candidates) if c))
+    plan = [(c, stage) for c in candidates for stage in STAGES[:2]] + [(c, STAGES[2]) for c in fuzzy]
+    for candidate, stage in plan:
+        pieces = _pieces(candidate)
+        for option in ([pieces, [candidate]] if len(pieces) > 1 else [[candidate]]):
+            found = _locate_pieces(passage, option, stage, threshold, hint)
+            if found is not None and found.end > found.start:
+                return found
     best = max((f.score for c in candidates if (f := find(passage, c, ("fuzzy",))) is not None), default=0.0)
     return Found(-1, -1, UNVERIFIED, round(best, 3))
 
