@@ -58,6 +58,7 @@ class OpenAIBackend:
 
     name = "openai"
     batch_size = 1
+    parallel = True  # calls may run in threads at once (--concurrency)
 
     def __init__(self, base_url: str, api_key: str, retries: int = 5, timeout: float = 600.0,
                  backoff: float = 1.0, key_name: str = "OPENAI_API_KEY") -> None:
@@ -143,6 +144,7 @@ class TransformersBackend:
     """A local causal LM: the tokenizer's chat template, left-padded batches, `generate`."""
 
     name = "transformers"
+    parallel = False  # one generate call at a time; batches give the speed
 
     def __init__(self, model: str, batch_size: int = 8, device: str = "auto", seed: int = 0) -> None:
         import torch

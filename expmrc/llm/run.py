@@ -79,7 +79,7 @@ def fetch(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCach
     bar = tqdm(total=len(missing), desc="llm", unit="question", disable=not progress or not missing,
                dynamic_ncols=True)
     start, tokens = time.perf_counter(), 0
-    pool = ThreadPoolExecutor(max_workers=concurrency if backend.batch_size == 1 else 1)
+    pool = ThreadPoolExecutor(max_workers=concurrency if backend.parallel else 1)
     stop = threading.Event()  # set by the first failed call: no further request starts after it
 
     def call(chunk: list[str]) -> list[Reply]:
