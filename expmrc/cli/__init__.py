@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "collect": ("expmrc.cli.collect", "score many training runs into a Table-3-style table and a lambda figure"),
     "faithfulness": ("expmrc.cli.faithfulness", "FARM(k), comprehensiveness and sufficiency of a fine-tuned model"),
     "report": ("expmrc.cli.report", "write a self-contained HTML page showing a submission, or comparing two"),
+    "ground": ("expmrc.cli.ground", "find every evidence and span answer of a submission in its passage"),
+    "llm": ("expmrc.cli.llm", "run a chat model (any OpenAI-compatible endpoint, or local) on a subset and score it"),
 }
 
 

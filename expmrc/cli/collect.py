@@ -21,7 +21,9 @@ Score every run directory's dev_predictions.json on its dev set (run_info.json's
               panel per subset
   index.html  with --html: the tables and the lambda figure on one page that opens offline, each scored
               run linked to its own `expmrc report` page (reports/RUN.html)
-A folder without run_info.json is searched for run directories below it.
+A folder without run_info.json is searched for run directories below it. Folders written by
+`expmrc llm` are listed in llm_runs.md, a table of their own (model, shots, template, raw and grounded
+overall; docs/llm.md).
 
 example:
   expmrc collect runs/sweep --output-dir results/sweep --html
@@ -58,13 +60,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from expmrc.data.io import check_output_path
-    from expmrc.reports.collect import collect
+    from expmrc.llm.collect import split_and_write
+    from expmrc.reports.collect import CollectResult, collect, find_run_dirs
 
     check_output_path(args.output_dir, "dir")
-    result = collect(args.run_dirs, args.output_dir, data=args.data, formats=args.format, progress=not args.quiet,
-                     html=args.html, farm=args.farm)
+    trained, llm_section, llm_written = split_and_write(find_run_dirs(args.run_dirs, args.output_dir), args.output_dir)
+    result = CollectResult([], [], "", []) if llm_section and not trained else collect(
+        trained, args.output_dir, data=args.data, formats=args.format, progress=not args.quiet, html=args.html,
+        farm=args.farm)
+    result.written += llm_written
     if not args.quiet:
-        sys.stdout.write(result.markdown)
+        sys.stdout.write(result.markdown + ("\n" if result.markdown and llm_section else "") + llm_section)
     left_out = [r for r in result.runs if r.status != "finished"]
     for r in left_out:
         print(f"left out {r.run_dir} ({r.status}): {r.note}", file=sys.stderr)

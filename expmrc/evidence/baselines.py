@@ -16,7 +16,10 @@ from typing import Callable
 
 from expmrc.data.datasets import LABELS, ChoiceQuestion, Question, SpanQuestion, gold_option_text
 from expmrc.metrics.leaderboard import score_tokens
+from expmrc.text.locate import Hint, find
 from expmrc.text.sentences import Sentence, split_sentences
+
+ANSWER_POLICIES = ("offset", "verbatim")  # an answer at its `answer_start` when it is there, else its first occurrence
 
 @dataclass(frozen=True)
 class Passage:
@@ -161,16 +164,6 @@ def containing_run(passage: Passage, start: int, end: int) -> Evidence | None:
     return make_evidence(passage, inside[0], inside[-1], 1.0)
 
 
-def locate(passage: Passage, text: str, start: int | None) -> int | None:
-    """Where `text` lies in the passage: at `start` when it matches there, else its first occurrence."""
-    if not text:
-        return None
-    if start is not None and passage.text[start:start + len(text)] == text:
-        return start
-    found = passage.text.find(text)
-    return None if found < 0 else found
-
-
 # --- the methods ---------------------------------------------------------------------------------
 
 
@@ -186,8 +179,8 @@ def most_similar_question(passage: Passage, query: Query) -> Evidence | None:
 
 def answer_sentence(passage: Passage, query: Query) -> Evidence | None:
     """The sentence holding the answer span (at its offset when known); None when it is not found."""
-    at = locate(passage, query.answer_text, query.answer_start)
-    return None if at is None else containing_run(passage, at, at + len(query.answer_text))
+    at = find(passage.text, query.answer_text, ANSWER_POLICIES, Hint(start=query.answer_start))
+    return None if at is None else containing_run(passage, at.start, at.end)
 
 
 def gold_answer_sentence(passage: Passage, query: Query) -> Evidence | None:
@@ -198,9 +191,9 @@ def gold_answer_sentence(passage: Passage, query: Query) -> Evidence | None:
             return None
         return best_run(passage, score_tokens(query.question) + score_tokens(query.gold_answers[0]))
     for text in query.gold_answers:
-        at = locate(passage, text, None)
+        at = find(passage.text, text, ("verbatim",))
         if at is not None:
-            return containing_run(passage, at, at + len(text))
+            return containing_run(passage, at.start, at.end)
     return None
 
 

@@ -17,6 +17,7 @@ from expmrc.errors import ExpmrcError
 from expmrc.evidence.baselines import (Evidence, Pick, Query, answer_sentence, gold_answer_sentence, gold_evidence_sentence,
                              label_index, make_query, most_similar, most_similar_question, prepare_passage)
 from expmrc.evidence.idf_window import RULE as IDF_WINDOW_RULE, idf_window_for
+from expmrc.text.locate import locate_answer, occurrences
 
 BEST = "idf-window"
 METHODS = ("most-similar", "most-similar-question", "answer-sentence", "gold-answer-sentence",
@@ -68,11 +69,34 @@ class Extraction:
     answers: dict[str, str]
     evidences: dict[str, Evidence | None]
     notes: list[str] = field(default_factory=list)
+    answer_starts: dict[str, int | None] = field(default_factory=dict)  # span answers whose place is known
 
-    def submission(self) -> dict[str, dict[str, str]]:
-        """The scorable submission: `{qid: {"answer", "evidence"}}` in dataset order."""
-        return {qid: {"answer": answer, "evidence": "" if self.evidences[qid] is None else self.evidences[qid].text}
-                for qid, answer in self.answers.items()}
+    def submission(self) -> dict[str, dict[str, Any]]:
+        """The scorable submission `{qid: {"answer", "evidence"}}` in dataset order, with the character offsets
+        `evidence_start` (every evidence) and `answer_start` (a span answer whose place is known) beside them."""
+        entries: dict[str, dict[str, Any]] = {}
+        for qid, answer in self.answers.items():
+            evidence = self.evidences[qid]
+            entry: dict[str, Any] = {"answer": answer, "evidence": "" if evidence is None else evidence.text}
+            if self.answer_starts.get(qid) is not None:
+                entry["answer_start"] = self.answer_starts[qid]
+            if evidence is not None:
+                entry["evidence_start"] = evidence.start
+            entries[qid] = entry
+        return entries
+
+
+def answer_offset(passage: str, query: Query) -> int | None:
+    """Where a span answer lies when that is known: at its given offset (else the occurrence nearest it, as the
+    training labels place it), or at its only occurrence; None for an option, or an answer found more than once
+    (or nowhere) without an offset."""
+    if query.answer_index is not None or not query.answer_text.strip():
+        return None
+    if query.answer_start is not None:
+        span, _ = locate_answer(passage, query.answer_text, query.answer_start)
+        return None if span is None else span[0]
+    spans = occurrences(passage, query.answer_text)
+    return spans[0][0] if len(spans) == 1 else None
 
 
 def _queries(questions: list[Question], answers: dict[str, tuple[str, int | None]] | None,
@@ -99,7 +123,7 @@ def extract(dataset: Dataset, method: Method, answers: dict[str, tuple[str, int 
     """Run `method` on `questions` (default: all) with `answers` (default: the gold answers)."""
     questions = dataset.questions if questions is None else questions
     queries = _queries(questions, answers, answers_path or dataset.path)
-    written, evidences = {}, {}
+    written, evidences, starts = {}, {}, {}
     empty, undelimited, not_found, no_overlap, none = [], set(), [], [], []
     prefetch = getattr(method.pick, "prefetch", None)  # idf-window embeds all questions' texts at once
     if prefetch is not None:
@@ -108,6 +132,7 @@ def extract(dataset: Dataset, method: Method, answers: dict[str, tuple[str, int 
         query = queries[q.qid]
         passage = prepare_passage(passage_of(q), method.rule)
         written[q.qid] = query.answer_text if query.answer_index is None else LABELS[query.answer_index]
+        starts[q.qid] = answer_offset(passage.text, query)
         if not passage.sentences:
             empty.append(q.qid)
             evidences[q.qid] = None
@@ -130,7 +155,7 @@ def extract(dataset: Dataset, method: Method, answers: dict[str, tuple[str, int 
     _note(notes, not_found, "have an answer not found in the passage; their evidence is the most-similar sentence")
     _note(notes, no_overlap, "share no token with any sentence; their evidence is the first sentence")
     _note(notes, none, "got no evidence; it is empty")
-    return Extraction(dataset, method.name, written, evidences, notes)
+    return Extraction(dataset, method.name, written, evidences, notes, starts)
 
 
 def _gold_key(query: Query) -> Query:

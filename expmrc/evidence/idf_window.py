@@ -36,9 +36,10 @@ from typing import Iterable
 
 from nltk.stem import PorterStemmer
 
-from expmrc.evidence.baselines import Evidence, Passage, Query, locate, make_evidence, prepare_passage
+from expmrc.evidence.baselines import ANSWER_POLICIES, Evidence, Passage, Query, make_evidence, prepare_passage
 from expmrc.metrics.leaderboard import score_tokens
 from expmrc.text.dense import SentenceEncoder
+from expmrc.text.locate import Hint, find
 from expmrc.text.sentences import clause_cuts
 
 RULE = "refined"
@@ -199,9 +200,10 @@ class IdfWindow:
         weigh = self._weigher(local, unseen)
         key = self.key(query, weigh)
         key_mass = sum(key.values())
-        at = None if query.options else locate(passage, query.answer_text, query.answer_start)
+        at = None if query.options else find(passage.text, query.answer_text, ANSWER_POLICIES,
+                                             Hint(start=query.answer_start))
         if at is not None:
-            return self._anchored(passage, at, at + len(query.answer_text), key, key_mass, weigh)
+            return self._anchored(passage, at.start, at.end, key, key_mass, weigh)
         question = {t: weigh(t) * self.forms.get(t, 1.0) for t in terms(query.question, self.settings.stem)}
         return self._free(passage, sentence_terms, key, key_mass, question, weigh, query)
 
@@ -258,7 +260,8 @@ class IdfWindow:
             return
         texts: list[str] = []
         for passage, query in items:
-            if passage.sentences and (query.options or locate(passage, query.answer_text, query.answer_start) is None):
+            if passage.sentences and (query.options or find(passage.text, query.answer_text, ANSWER_POLICIES,
+                                                             Hint(start=query.answer_start)) is None):
                 texts.extend(self._dense_texts(passage, self._runs(len(passage.sentences)), query))
         self.encoder.encode(texts, progress)
 

@@ -30,8 +30,8 @@ from expmrc.data.datasets import LABELS, ChoiceQuestion
 from expmrc.errors import ExpmrcError
 from expmrc.features.span import truncated_question
 from expmrc.features.windows import (IGNORE, FeatureReport, FeatureTable, PairTemplate, TableBuilder,
-                                     char_span_to_tokens, count_unknown, locate_evidence, max_context,
-                                     window_label, window_starts)
+                                     char_span_to_tokens, count_unknown, max_context, window_label, window_starts)
+from expmrc.text.locate import locate_evidence
 
 
 def qa_text(question: str, option: str) -> str:

@@ -9,8 +9,8 @@ passages at once (each passage tokenized once however many questions share it): 
 a window are exactly those the tokenizer's overflowing pair encoding gives, since it truncates the
 passage's own encoding (see `expmrc.features.windows` for windows, labels and the table).
 
-Training labels come from the first answer (`windows.locate_answer`) and the question's evidences
-(`windows.locate_evidence`), with these rules for bad input, each counted in the `FeatureReport`:
+Training labels come from the first answer (`expmrc.text.locate.locate_answer`) and the question's
+evidences (`expmrc.text.locate.locate_evidence`), with these rules for bad input, each counted in the `FeatureReport`:
 - `answer_start` not at the answer text: moved to the nearest occurrence (a missing one takes the
   first occurrence) — `answer_start_repaired`;
 - answer text empty, not in the passage, or only characters the tokenizer drops; or an empty passage:
@@ -31,8 +31,9 @@ from tqdm import tqdm
 from expmrc.data.datasets import SpanQuestion
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import (IGNORE, FeatureReport, FeatureTable, PairTemplate, TableBuilder,
-                                     char_span_to_tokens, encode_texts, locate_answer, locate_evidence,
-                                     max_context_flags, window_label, window_starts)
+                                     char_span_to_tokens, encode_texts, max_context_flags,
+                                     window_label, window_starts)
+from expmrc.text.locate import locate_answer, locate_evidence
 
 
 def truncated_question(text: str, tokenizer: Any, max_tokens: int) -> tuple[str, int, bool]:

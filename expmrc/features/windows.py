@@ -11,11 +11,11 @@
 - **Labels.** A character span becomes the first and last passage token overlapping it; a window is
   labelled with those positions when both lie inside it, else with `null_pos`. Labels never come from
   rebuilt text, so every label maps back to exact passage characters.
-- **Locating evidence.** One policy for both tasks (`locate_evidence`): each evidence string,
-  stripped, is looked for verbatim; of several occurrences, the one holding the answer, else the one
-  nearest to it, else the first; an evidence found nowhere verbatim is looked for once more letting
-  any run of whitespace match any other ("repaired"); else it is "not found" and the question's
-  evidence loss is masked, never guessed.
+- **Locating evidence.** One policy for both tasks (`expmrc.text.locate.locate_evidence`): each
+  evidence string, stripped, is looked for verbatim; of several occurrences, the one holding the
+  answer, else the one nearest to it, else the first; an evidence found nowhere verbatim is looked for
+  once more letting any run of whitespace match any other ("repaired"); else it is "not found" and
+  the question's evidence loss is masked, never guessed.
 - **The table.** Windows are stored column by column in flat arrays (`FeatureTable`): token ids of
   every row back to back with row pointers, per-window labels and positions, and the passage offsets
   and max-context flags decoding needs. Flat arrays cache and load in a fraction of a second.
@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Sequence
 
@@ -151,58 +150,6 @@ def window_label(tokens: tuple[int, int] | None, start: int, end: int, passage_p
     if tokens is None or tokens[0] < start or tokens[1] >= end:
         return null_pos, null_pos
     return passage_pos + tokens[0] - start, passage_pos + tokens[1] - start
-
-
-def _occurrences(text: str, needle: str) -> list[tuple[int, int]]:
-    spans, at = [], text.find(needle)
-    while at != -1:
-        spans.append((at, at + len(needle)))
-        at = text.find(needle, at + 1)
-    return spans
-
-
-def _preferred(spans: list[tuple[int, int]], near: tuple[int, int] | None) -> tuple[int, int]:
-    """Of several occurrences: the one holding `near`, else the nearest to it, else the first."""
-    if near is None:
-        return spans[0]
-    holding = [s for s in spans if s[0] <= near[0] and near[1] <= s[1]]
-    if holding:
-        return holding[0]
-    return min(spans, key=lambda s: (abs(s[0] - near[0]), s[0]))
-
-
-def locate_evidence(passage: str, evidences: Sequence[Any] | None,
-                    answer: tuple[int, int] | None = None) -> tuple[tuple[int, int] | None, str]:
-    """The character span of a question's evidence in its passage and how it was found (module docstring).
-
-    The status is "found", "repaired" (found only with whitespace runs matching each other),
-    "not_found" or "missing" (no non-empty evidence string given).
-    """
-    texts = [str(e).strip() for e in evidences or [] if str(e).strip()]
-    if not texts:
-        return None, "missing"
-    for text in texts:
-        spans = _occurrences(passage, text)
-        if spans:
-            return _preferred(spans, answer), "found"
-    for text in texts:
-        pattern = re.compile(r"\s+".join(re.escape(piece) for piece in text.split()))
-        spans = [m.span() for m in pattern.finditer(passage)]
-        if spans:
-            return _preferred(spans, answer), "repaired"
-    return None, "not_found"
-
-
-def locate_answer(passage: str, answer: str, given: Any) -> tuple[tuple[int, int] | None, bool]:
-    """The character span of a span answer: at `given` (its `answer_start`) when the text is there, else the
-    occurrence nearest to it (the first when none is given); and whether it had to be moved."""
-    if isinstance(given, int) and not isinstance(given, bool) and passage[given:given + len(answer)] == answer:
-        return (given, given + len(answer)), False
-    spans = _occurrences(passage, answer)
-    if not spans:
-        return None, False
-    near = given if isinstance(given, int) and not isinstance(given, bool) else 0
-    return min(spans, key=lambda s: (abs(s[0] - near), s[0])), True
 
 
 @dataclass

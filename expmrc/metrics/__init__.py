@@ -9,3 +9,4 @@ from expmrc.metrics import leaderboard  # noqa: F401
 from expmrc.metrics import coupling  # noqa: F401
 from expmrc.metrics import squad  # noqa: F401
 from expmrc.metrics import cmrc2018  # noqa: F401
+from expmrc.metrics import grounding  # noqa: F401

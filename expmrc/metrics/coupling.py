@@ -5,8 +5,9 @@ ExpMRC scores answer and evidence separately; these figures ask whether the two 
 
 Span subsets (`loca`): each answered question's answer is `inside` its evidence, `outside` it,
 `straddling` its boundary, or not counted (`empty answer`: no scorer tokens; `not in passage`).
-By character offsets when the prediction gives both `answer_start` and `evidence_start` (each must
-point at its text in the passage), else by the scorer's normalized tokens: inside when the answer's
+By character offsets when the prediction gives both `answer_start` and `evidence_start`, else by the
+scorer's normalized tokens (an offset that does not point at its own text in the passage is ignored, and
+a note counts such questions and names the first): inside when the answer's
 tokens are a contiguous run of the evidence's, straddling when some occurrence of the answer in the
 passage overlaps some occurrence of the evidence without lying within it. A = the counted answers,
 LOCA = I / (A + O).
@@ -27,39 +28,31 @@ from typing import Any, Callable, Sequence
 
 from expmrc.data.datasets import LABELS, ChoiceQuestion, SpanQuestion
 from expmrc.metrics.leaderboard import exact_match, score_tokens
-from expmrc.metrics.registry import BadPrediction, Metric, Values, register
+from expmrc.metrics.registry import Metric, Values, register
+from expmrc.text.locate import at_offset, occurrences, token_occurrences, trim
 from expmrc.text.sentences import split_sentences
 
 INSIDE, OUTSIDE, STRADDLING = "inside", "outside", "straddling"
 EMPTY_ANSWER, NOT_IN_PASSAGE = "empty answer", "not in passage"
 NO_OPTION, OPTION_NOT_IN_PASSAGE = "no option", "option not in passage"
+IGNORED = "offset_ignored"  # a per-question value, only where an offset was ignored: the warning
 NO_GOLD = "the split by correct / wrong answers is omitted: {n} answered question(s) have no gold answer"
 
 
 # --- where a text lies -----------------------------------------------------------------------------
 
 
-def occurrences(haystack: Sequence[str], needle: Sequence[str]) -> list[int]:
-    """Every position where `needle` (non-empty) is a contiguous run of `haystack`."""
-    n = len(needle)
-    if n == 0:
-        return []
-    first, needle = needle[0], tuple(needle)
-    return [i for i in range(len(haystack) - n + 1) if haystack[i] == first and tuple(haystack[i:i + n]) == needle]
+def usable_offset(passage: str, text: str, start: int | None, field: str, qid: str) -> tuple[int | None, str | None]:
+    """`start` when it points at `text` in the passage (or is None); else None and the warning that it was ignored."""
+    if start is None or at_offset(passage, text, start) is not None:
+        return start, None
+    return None, (f"question {qid}: `{field}_start` {start} does not point at the {field} in the passage "
+                  f"(the passage reads {passage[start:start + len(text)][:40]!r} there)")
 
 
-def _at_offset(passage: str, text: str, start: int, field: str) -> tuple[int, int]:
-    """The span of `text` at `start` in the passage, whitespace trimmed; BadPrediction if it is not there."""
-    found = passage[start:start + len(text)]
-    if found != text:
-        raise BadPrediction(f"`{field}_start` {start} does not point at the {field} in the passage "
-                            f"(the passage reads {found[:40]!r} there)")
-    begin, end = start, start + len(text)
-    while begin < end and passage[begin].isspace():
-        begin += 1
-    while end > begin and passage[end - 1].isspace():
-        end -= 1
-    return begin, end
+def _placed(passage: str, text: str, start: int) -> tuple[int, int]:
+    """The span of `text` at its (checked) offset, without whitespace at either end."""
+    return trim(passage, (start, start + len(text)))
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -73,8 +66,8 @@ def span_location(passage: str, answer: str, evidence: str, answer_start: int | 
     Returns one of inside, outside, straddling, `empty answer`, `not in passage` (module docstring).
     """
     if answer_start is not None and evidence_start is not None:
-        a = _at_offset(passage, answer, answer_start, "answer")
-        e = _at_offset(passage, evidence, evidence_start, "evidence")
+        a = _placed(passage, answer, answer_start)
+        e = _placed(passage, evidence, evidence_start)
         if not score_tokens(answer):
             return EMPTY_ANSWER, "offsets"
         if e[0] == e[1] or not _overlap(a, e):
@@ -84,31 +77,26 @@ def span_location(passage: str, answer: str, evidence: str, answer_start: int | 
     if not answer_tokens:
         return EMPTY_ANSWER, "containment"
     passage_tokens = score_tokens(passage)
-    at = occurrences(passage_tokens, answer_tokens)
+    at = token_occurrences(passage_tokens, answer_tokens)
     if not at:
         return NOT_IN_PASSAGE, "containment"
     evidence_tokens = score_tokens(evidence)
-    if occurrences(evidence_tokens, answer_tokens):
+    if token_occurrences(evidence_tokens, answer_tokens):
         return INSIDE, "containment"
     n, m = len(answer_tokens), len(evidence_tokens)
-    for j in occurrences(passage_tokens, evidence_tokens):
+    for j in token_occurrences(passage_tokens, evidence_tokens):
         if any(_overlap((i, i + n), (j, j + m)) for i in at):
             return STRADDLING, "containment"
     return OUTSIDE, "containment"
 
 
 def evidence_spans(passage: str, evidence: str, evidence_start: int | None) -> list[tuple[int, int]]:
-    """The character spans the evidence covers: at `evidence_start` when given, else every verbatim
-    occurrence of the stripped evidence; empty when it is empty or not found verbatim."""
+    """The character spans the evidence covers: at `evidence_start` when given (checked by the caller), else
+    every verbatim occurrence of the stripped evidence; empty when it is empty or not found verbatim."""
     if evidence_start is not None:
-        span = _at_offset(passage, evidence, evidence_start, "evidence")
+        span = _placed(passage, evidence, evidence_start)
         return [span] if span[0] < span[1] else []
-    text = evidence.strip()
-    spans, at = [], passage.find(text) if text else -1
-    while at >= 0:
-        spans.append((at, at + len(text)))
-        at = passage.find(text, at + 1)
-    return spans
+    return occurrences(passage, evidence.strip())
 
 
 def evidence_sentences(passage: str, evidence: str, evidence_start: int | None) -> set[int]:
@@ -125,7 +113,7 @@ def evidence_sentences(passage: str, evidence: str, evidence_start: int | None) 
         tokens += sentence_tokens
         owner += [i] * len(sentence_tokens)
     key = score_tokens(evidence)
-    return {owner[k] for j in occurrences(tokens, key) for k in range(j, j + len(key))}
+    return {owner[k] for j in token_occurrences(tokens, key) for k in range(j, j + len(key))}
 
 
 def similarity(a: Sequence[str], b: Sequence[str]) -> float:
@@ -160,10 +148,17 @@ def option_index(label: Any, options: Sequence[str]) -> int | None:
 
 
 def span_question(question: SpanQuestion, prediction: Any) -> Values:
-    """LOCA's per-question values: where the answer lies, how that was decided, and correctness."""
-    location, how = span_location(question.context, str(prediction.answer), str(prediction.evidence),
-                                  prediction.answer_start, prediction.evidence_start)
-    return {"location": location, "located_by": how, "correct": _span_correct(question, prediction.answer)}
+    """LOCA's per-question values: where the answer lies, how that was decided, correctness, and (only when
+    there is one) the warning that an offset was ignored because it does not point at its text."""
+    answer, evidence = str(prediction.answer), str(prediction.evidence)
+    answer_start, bad_answer = usable_offset(question.context, answer, prediction.answer_start, "answer", question.qid)
+    evidence_start, bad_evidence = usable_offset(question.context, evidence, prediction.evidence_start, "evidence",
+                                                 question.qid)
+    location, how = span_location(question.context, answer, evidence, answer_start, evidence_start)
+    values: Values = {"location": location, "located_by": how, "correct": _span_correct(question, prediction.answer)}
+    if bad_answer or bad_evidence:
+        values[IGNORED] = bad_answer or bad_evidence
+    return values
 
 
 def choice_question(question: ChoiceQuestion, prediction: Any) -> Values:
@@ -174,16 +169,20 @@ def choice_question(question: ChoiceQuestion, prediction: Any) -> Values:
     if chosen is None:
         return {"location": NO_OPTION, "evidence_favors_choice": None, "correct": correct}
     evidence = str(prediction.evidence)
+    evidence_start, bad = usable_offset(question.passage, evidence, prediction.evidence_start, "evidence",
+                                        question.qid)
     near = most_similar_sentences(question.passage, question.options[chosen])
     if not near:
         location = OPTION_NOT_IN_PASSAGE
     else:
-        location = INSIDE if evidence_sentences(question.passage, evidence, prediction.evidence_start) & set(near) \
-            else OUTSIDE
+        location = INSIDE if evidence_sentences(question.passage, evidence, evidence_start) & set(near) else OUTSIDE
     evidence_tokens = score_tokens(evidence)
     scores = [similarity(evidence_tokens, score_tokens(option)) for option in question.options]
     favors = all(scores[chosen] > value for i, value in enumerate(scores) if i != chosen)
-    return {"location": location, "evidence_favors_choice": favors, "correct": correct}
+    values: Values = {"location": location, "evidence_favors_choice": favors, "correct": correct}
+    if bad:
+        values[IGNORED] = bad
+    return values
 
 
 # --- over a dataset --------------------------------------------------------------------------------
@@ -296,6 +295,10 @@ def _notes(values: Sequence[Values | None]) -> list[str]:
     no_gold = sum(v["correct"] is None for v in answered)
     if no_gold:
         lines.append(NO_GOLD.format(n=no_gold))
+    ignored = [v[IGNORED] for v in answered if v.get(IGNORED)]
+    if ignored:
+        lines.append(f"{len(ignored)} answered question(s) give an offset that does not point at its own "
+                     f"text; it is ignored and the text placed without it (first: {ignored[0]})")
     return lines
 
 

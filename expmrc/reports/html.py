@@ -6,17 +6,18 @@ quadrants answer right/wrong × evidence good/poor) and every question with its 
 gold evidence, the predicted evidence and the answers are highlighted. Passages are stored once each
 as JSON in the page and drawn only when a question is opened, so a full dev set stays light.
 
-Highlights are located in the passage: a given `answer_start`/`evidence_start` when the text is
-there; else the first occurrence (of a predicted answer, inside its predicted evidence first; of a
-gold answer without a usable offset, inside a gold evidence first); else the same match ignoring
-whitespace. A text found nowhere is listed as not found in the passage. Offsets in the page are in
+Highlights are located in the passage by `expmrc.text.locate`, the module that places training
+labels and LOCA too: a given `answer_start`/`evidence_start` when the text is there; else the first
+verbatim occurrence (of a predicted answer, one inside its predicted evidence first; of a gold
+answer without a usable offset, one inside the first gold evidence found first); else the same
+match letting any run of whitespace stand for any other. A text found nowhere is listed as not
+found in the passage. Offsets in the page are in
 UTF-16 code units, as the page's script counts them.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -24,10 +25,12 @@ from expmrc import __version__
 from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion, load_dataset, passage_of
 from expmrc.data.submissions import Prediction, load_submission, parse_prediction
 from expmrc.errors import ExpmrcError
+from expmrc.llm.report import attach_llm_replies
 from expmrc.metrics.registry import Metric, select
 from expmrc.reports.pages import asset, json_value, pyplot, render, svg
 from expmrc.scoring.scorer import Report, score, signature
 from expmrc.scoring.stats import ALPHA, Resampling, compare
+from expmrc.text.locate import Hint, find
 
 ANSWER_THRESHOLD = 0.5  # answer right when its score is at least this (multiple choice: 1 right, 0 wrong)
 EVIDENCE_THRESHOLD = 0.5  # evidence good when its F1 is at least this
@@ -60,6 +63,7 @@ def load_submissions(dataset: Dataset, paths: Sequence[str], metrics: list[Metri
     for k, path in enumerate(paths):
         entries = load_submission(path)
         report = score(dataset, entries, path, metrics)
+        attach_llm_replies(report, path)  # an `expmrc llm` run's replies, shown per question
         predictions = {q.qid: parse_prediction(path, q.qid, entries[q.qid])
                        for q in dataset.questions if q.qid in entries}
         submissions.append(Submission(names[k] if names else path, report, predictions))
@@ -92,28 +96,20 @@ def quadrant_counts(report: Report, answer_threshold: float, evidence_threshold:
 
 # ---------------------------------------------------------------- locating texts in passages
 
-def locate(passage: str, text: Any, start: Any = None,
-           within: Sequence[tuple[int, int] | None] = ()) -> tuple[int, int] | None:
-    """Where `text` lies in `passage` (character offsets), by the rules in the module docstring, or None.
+HIGHLIGHT_POLICIES = ("offset", "verbatim", "whitespace")  # expmrc.text.locate, in this order
 
-    `start` is a given offset, used when the text is there; `within` are spans searched before the rest.
+
+def highlight(passage: str, text: Any, start: Any = None,
+              within: tuple[int, int] | None = None) -> tuple[int, int] | None:
+    """Where to highlight `text` in `passage` (character offsets), by the rules in the module docstring, or None.
+
+    `start` is a given offset, used when the text is there; of several occurrences, one inside `within` first.
     """
     text = "" if text is None else str(text)
     if not text.strip():
         return None
-    if isinstance(start, int) and not isinstance(start, bool) and start >= 0 \
-            and passage[start:start + len(text)] == text:
-        return start, start + len(text)
-    for span in within:
-        found = passage.find(text, *span) if span else -1
-        if found >= 0:
-            return found, found + len(text)
-    found = passage.find(text)
-    if found >= 0:
-        return found, found + len(text)
-    pattern = r"\s*".join(re.escape(ch) for ch in text if not ch.isspace())
-    match = re.search(pattern, passage)
-    return (match.start(), match.end()) if match else None
+    found = find(passage, text, HIGHLIGHT_POLICIES, Hint(start=start, within=within))
+    return None if found is None else found.span
 
 
 def utf16_offsets(text: str) -> list[int] | None:
@@ -144,14 +140,15 @@ def _marks(spans: list[tuple[tuple[int, int] | None, str]], units: list[int] | N
 def _gold(question: Question, passage: str) -> tuple[dict[str, Any], list[tuple[tuple[int, int] | None, str]]]:
     """The gold texts of a question (each distinct text once) and the spans to highlight for them."""
     evidences = [str(e) for e in question.evidences or []]
-    evidence_spans = [locate(passage, e) for e in evidences]
+    evidence_spans = [highlight(passage, e) for e in evidences]
     spans = [(where, "ge") for where in evidence_spans]
     answers: list[str] = []
     answer_spans: list[tuple[int, int] | None] = []
     label = None
     if isinstance(question, SpanQuestion):
         answers = [str(a) for a in question.answers]
-        answer_spans = [locate(passage, answer, start, evidence_spans)
+        within = next((span for span in evidence_spans if span is not None), None)
+        answer_spans = [highlight(passage, answer, start, within)
                         for answer, start in zip(answers, question.answer_starts)]
         spans += [(where, "ga") for where in answer_spans]
     else:
@@ -179,12 +176,12 @@ def _predicted(question: Question, passage: str, prediction: Prediction | None,
     if prediction is None:
         return {"answer": None, "evidence": None, "option": None, "notFound": []}, []
     key = letter.lower()
-    evidence = locate(passage, prediction.evidence, prediction.evidence_start)
+    evidence = highlight(passage, prediction.evidence, prediction.evidence_start)
     spans = [(evidence, key + "e")]
     not_found = [] if evidence else ["evidence"]
     option = None
     if isinstance(question, SpanQuestion):
-        answer = locate(passage, prediction.answer, prediction.answer_start, [evidence])
+        answer = highlight(passage, prediction.answer, prediction.answer_start, evidence)
         spans.append((answer, key + "a"))
         if answer is None:
             not_found.append("answer")

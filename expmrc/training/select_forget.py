@@ -32,7 +32,8 @@ from expmrc.data.datasets import Question, SpanQuestion, passage_of
 from expmrc.data.io import read_json, write_json_atomic
 from expmrc.decoding.predictions import decode_predictions
 from expmrc.errors import ExpmrcError
-from expmrc.features.windows import FeatureTable, WindowDataset, locate_answer, locate_evidence
+from expmrc.features.windows import FeatureTable, WindowDataset
+from expmrc.text.locate import locate_answer, locate_evidence
 from expmrc.training.loop import TrainConfig, TrainResult, predict, train
 from expmrc.training.rundir import ANSWERER_DIR, ANSWERER_RUN_DIR, SELECTION_FILE
 

@@ -112,9 +112,12 @@ def test_idf_window_on_choice_prefers_the_options_own_terms(choice_set):
     extraction = extract(choice_set, build_method("best", choice_set), progress=False)
     assert extraction.evidences["p1-0"].text == "He likes to read books about space."
     assert extraction.evidences["p1-1"].text == "They both want to visit Paris next summer."
-    assert extraction.submission() == {
-        "p1-0": {"answer": "B", "evidence": "He likes to read books about space."},
-        "p1-1": {"answer": "A", "evidence": "They both want to visit Paris next summer."}}
+    submission = extraction.submission()
+    assert submission == {  # each evidence with its character offset in the passage; an option has none
+        "p1-0": {"answer": "B", "evidence": "He likes to read books about space.", "evidence_start": 27},
+        "p1-1": {"answer": "A", "evidence": "They both want to visit Paris next summer.", "evidence_start": 101}}
+    passage = choice_set.questions[0].passage
+    assert all(passage[e["evidence_start"]:].startswith(e["evidence"]) for e in submission.values())
 
 
 def test_question_forms_discount_words_every_question_uses():
@@ -166,13 +169,24 @@ def test_predicted_answers_are_explained_and_fallbacks_reported(span_set, write_
                                     "q2": "Brisbane"})
     answers = read_answers(path, [q.qid for q in span_set.questions])
     extraction = extract(span_set, build_method("answer-sentence", span_set), answers, progress=False)
-    assert extraction.submission()["q1"] == {"answer": "Melbourne", "evidence": passage_sentence(1)}
+    sentence = prepare_passage(CONTEXT).sentences[1]
+    assert extraction.submission()["q1"] == {"answer": "Melbourne", "answer_start": SECOND,
+                                             "evidence": sentence.text, "evidence_start": sentence.start}
+    assert "answer_start" not in extraction.submission()["q2"]  # not in the passage: no place to give
     assert extraction.answers["q2"] == "Brisbane"
     assert any("1 question(s) have an answer not found in the passage" in n and "q2" in n for n in extraction.notes)
 
 
-def passage_sentence(i):
-    return prepare_passage(CONTEXT).sentences[i].text
+def test_an_answer_offset_is_written_only_where_the_answer_is_known_to_lie(span_set, write_json):
+    path = write_json("pred.json", {"q1": "Melbourne", "q2": "Sydney"})  # no offsets given
+    answers = read_answers(path, [q.qid for q in span_set.questions])
+    submission = extract(span_set, build_method("most-similar", span_set), answers, progress=False).submission()
+    assert "answer_start" not in submission["q1"]  # Melbourne occurs twice: which one is meant is unknown
+    assert submission["q2"]["answer_start"] == CONTEXT.index("Sydney")  # its only occurrence
+    wrong = write_json("wrong.json", {"q1": {"answer": "Melbourne", "answer_start": SECOND - 3}, "q2": "Sydney"})
+    answers = read_answers(wrong, [q.qid for q in span_set.questions])
+    moved = extract(span_set, build_method("most-similar", span_set), answers, progress=False).submission()
+    assert moved["q1"]["answer_start"] == SECOND  # a wrong offset moves to the nearest occurrence, as in training
 
 
 def test_bad_answers_are_one_clear_error(span_set, choice_set, write_json):
@@ -217,7 +231,8 @@ def test_cli_writes_a_scorable_submission_and_says_it_used_gold_answers(write_js
     assert cli.main(["evidence", "--method", "most-similar-question", dataset, "--output", str(out)]) == 0
     captured = capsys.readouterr()
     assert "gold answers" in captured.err and "evidence F1 on these 2 questions:" in captured.out
-    assert json.loads(out.read_text(encoding="utf-8"))["q2"] == {"answer": "Sydney", "evidence": "Sydney is larger."}
+    assert json.loads(out.read_text(encoding="utf-8"))["q2"] == {"answer": "Sydney", "answer_start": 86,
+                                                                "evidence": "Sydney is larger.", "evidence_start": 86}
 
 
 def test_cli_bad_method_is_one_line_and_writes_nothing(write_json, tmp_path, capsys):

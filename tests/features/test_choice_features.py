@@ -7,7 +7,8 @@ import pytest
 from helpers.choice_tiny import question, tokenizer
 from expmrc.errors import ExpmrcError
 from expmrc.features.choice import build_choice_features, qa_text
-from expmrc.features.windows import IGNORE, WindowDataset, locate_evidence, window_starts
+from expmrc.features.windows import IGNORE, WindowDataset, window_starts
+from expmrc.text.locate import locate_evidence
 
 
 @pytest.fixture(scope="module")

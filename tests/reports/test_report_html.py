@@ -16,7 +16,7 @@ from helpers.report_data import SPAN_PRED, SPAN_PRED_B
 from expmrc.data.datasets import load_dataset
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import METRICS, Metric, percent_mean
-from expmrc.reports.html import build_report, load_submissions, locate, quadrant_counts, render_report
+from expmrc.reports.html import build_report, highlight, load_submissions, quadrant_counts, render_report
 
 pytestmark = needs_punkt
 
@@ -124,14 +124,14 @@ def test_highlights_sit_at_the_right_character_offsets(write_json):
 
 def test_a_predicted_answer_is_looked_for_inside_its_evidence_first():
     passage = "Paris is big. Lyon is far from Paris. Paris again."
-    evidence = locate(passage, "Lyon is far from Paris.")
+    evidence = highlight(passage, "Lyon is far from Paris.")
     assert evidence == (14, 37)
-    assert locate(passage, "Paris", within=[evidence]) == (31, 36)
-    assert locate(passage, "Paris") == (0, 5)
-    assert locate(passage, "Paris", start=38) == (38, 43)
-    assert locate(passage, "Paris", start=3) == (0, 5)  # a wrong offset is not trusted
-    assert locate(passage, "Lyon  is\nfar") == (14, 25)  # whitespace differences are forgiven
-    assert locate(passage, "Marseille") is None and locate(passage, "  ") is None
+    assert highlight(passage, "Paris", within=evidence) == (31, 36)
+    assert highlight(passage, "Paris") == (0, 5)
+    assert highlight(passage, "Paris", start=38) == (38, 43)
+    assert highlight(passage, "Paris", start=3) == (0, 5)  # a wrong offset is not trusted
+    assert highlight(passage, "Lyon  is\nfar") == (14, 25)  # whitespace differences are forgiven
+    assert highlight(passage, "Marseille") is None and highlight(passage, "  ") is None
 
 
 def test_offsets_count_utf16_units_past_characters_outside_the_bmp(write_json):

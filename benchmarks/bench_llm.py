@@ -1,0 +1,142 @@
+"""Throughput of `expmrc llm`'s request path and of grounding.
+
+    python benchmarks/bench_llm.py [--requests 24] [--latency 0.1] [--no-serve]
+
+1. Requests/s at concurrency 1, 4 and 16 (ratio to 1, measured in the same run) against two servers on
+   127.0.0.1: `transformers serve` with a tiny random chat model (generation-bound, one CPU process) and
+   a scripted server that waits --latency seconds per request, as a remote API does. Every request is
+   distinct and the cache is off, so each one is really sent.
+2. The cost of a cache hit: the same requests answered from the SQLite cache, per request.
+3. Grounding throughput (quotes/s) on the four dev sets ($EXPMRC_DATA): every question's first gold
+   evidence dressed as a model quotes it (doubled spaces, full-/half-width punctuation swapped, a framing
+   sentence), grounded with `expmrc.text.grounding.ground_submission`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from helpers.fake_openai import FakeChatServer
+from helpers.tiny_chat import make_tiny_chat_model
+
+from expmrc.data.datasets import SUBSETS, load_dataset, passage_of
+from expmrc.llm.backends import OpenAIBackend
+from expmrc.llm.cache import ResponseCache
+from expmrc.llm.run import fetch
+from expmrc.text.grounding import ground_submission
+
+
+def requests_for(model: str, count: int, max_tokens: int) -> dict[str, dict]:
+    """`count` distinct chat requests (never a cache hit for one another)."""
+    return {f"q{n}": {"model": model, "max_tokens": max_tokens, "temperature": 0.0, "top_p": 1.0, "seed": 0,
+                      "messages": [{"role": "user", "content": f"question {n}: what is the answer ?"}]}
+            for n in range(count)}
+
+
+def rate(url: str, model: str, count: int, concurrency: int, max_tokens: int) -> float:
+    backend = OpenAIBackend(url, "none", retries=0)
+    started = time.perf_counter()
+    fetch(requests_for(model, count, max_tokens), backend, None, concurrency, progress=False)
+    return count / (time.perf_counter() - started)
+
+
+def concurrency_table(name: str, url: str, model: str, count: int, max_tokens: int) -> None:
+    rate(url, model, 2, 1, max_tokens)  # warm-up: the model is loaded, the connection pool made
+    rates = {c: rate(url, model, count, c, max_tokens) for c in (1, 4, 16)}
+    cells = "  ".join(f"c={c}: {r:7.2f} req/s (x{r / rates[1]:.2f})" for c, r in rates.items())
+    print(f"{name:<34} {cells}")
+
+
+def start_serve(model: str) -> tuple[subprocess.Popen, str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [str(Path(sys.executable).parent / "transformers"), "serve", model, "--host", "127.0.0.1",
+               "--port", str(port), "--device", "cpu"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(240):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+            return process, f"http://127.0.0.1:{port}/v1"
+        except OSError:
+            time.sleep(0.5)
+    process.kill()
+    raise SystemExit("transformers serve did not start")
+
+
+def cache_hit_cost(count: int) -> None:
+    with tempfile.TemporaryDirectory() as folder, FakeChatServer(lambda body: '{"answer": "A"}') as server:
+        cache = ResponseCache(Path(folder) / "cache.sqlite")
+        backend = OpenAIBackend(server.url, "none", retries=0)
+        requests = requests_for("fake-model", count, 16)
+        fetch(requests, backend, cache, 4, progress=False)
+        started = time.perf_counter()
+        fetched = fetch(requests, backend, cache, 4, progress=False)
+        seconds = time.perf_counter() - started
+        assert len(fetched.cached) == count and len(server.requests) == count
+        print(f"cache hit: {1e6 * seconds / count:.0f} µs per request ({count} requests, key hash + SQLite read)")
+
+
+def dressed(evidence: str) -> str:
+    """A gold evidence as a chat model tends to quote it."""
+    text = evidence.replace(" ", "  ").replace("，", ",").replace("。", ".").replace(",", "，", 1)
+    return f'The passage says: "{text}"'
+
+
+def grounding_rates() -> None:
+    if not os.environ.get("EXPMRC_DATA"):
+        print("grounding: skipped (set EXPMRC_DATA)")
+        return
+    for subset in SUBSETS:
+        dataset = load_dataset(subset)
+        submission = {}
+        for q in dataset.questions:
+            evidence = next((e for e in q.evidences or [] if isinstance(e, str) and e.strip()), passage_of(q)[:50])
+            answer = q.answers[0] if hasattr(q, "answers") and q.answers else "A"
+            submission[q.qid] = {"answer": answer, "evidence": dressed(evidence)}
+        started = time.perf_counter()
+        result = ground_submission(dataset, submission)
+        seconds = time.perf_counter() - started
+        counts = ", ".join(f"{k} {v}" for k, v in result.counts.items())
+        print(f"grounding {subset:<9} {len(submission):5d} quotes in {seconds:6.2f} s = "
+              f"{len(submission) / seconds:7.0f} quotes/s  ({counts})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=24, help="requests per concurrency level")
+    parser.add_argument("--latency", type=float, default=0.1, help="seconds the scripted server waits per request")
+    parser.add_argument("--max-tokens", type=int, default=16, help="reply length asked of the tiny model")
+    parser.add_argument("--no-serve", action="store_true", help="leave out transformers serve")
+    args = parser.parse_args()
+    print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
+    if not args.no_serve:
+        with tempfile.TemporaryDirectory() as folder:
+            model = str(make_tiny_chat_model(Path(folder) / "tiny"))
+            process, url = start_serve(model)
+            try:
+                concurrency_table("transformers serve, tiny model", url, model, args.requests, args.max_tokens)
+            finally:
+                process.terminate()
+                process.wait()
+    with FakeChatServer(lambda body: '{"answer": "A", "evidence": "x"}', delay=args.latency) as server:
+        concurrency_table(f"scripted server, {args.latency:g} s latency", server.url, "fake-model", args.requests,
+                          args.max_tokens)
+    cache_hit_cost(200)
+    grounding_rates()
+
+
+if __name__ == "__main__":
+    main()

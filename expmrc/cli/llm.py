@@ -1,0 +1,111 @@
+"""`expmrc llm`: run a chat model on an ExpMRC subset and score it, raw and grounded."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from expmrc.cli.args import integer_in, number_in
+from expmrc.llm.prompts import TEMPLATES
+
+DESCRIPTION = """\
+Ask a chat model every question of a subset (a subset name or a dataset file) for the answer and a
+verbatim evidence quote as JSON, parse its replies, tie the quotes to the passage (grounding) and
+score the result raw and grounded. The model is reached through any OpenAI-compatible endpoint
+(--base-url: vLLM, SGLang, llama.cpp, Ollama, `transformers serve`, an API; the key is read from the
+environment variable --api-key-env names, never from a flag), or loaded locally with --backend
+transformers. Replies are cached on disk (SQLite), so a rerun or a run resumed after a kill pays for
+no request twice.
+
+RUN_DIR receives predictions.json (a complete submission the official scorer reads: letters for
+multiple choice, empty where a reply could not be parsed), grounded.json (evidence and span answers
+replaced by the passage text they were located at), responses.jsonl (per question: messages, raw
+reply, parsed fields and parse status, grounding, tokens, latency), run_info.json (model, backend,
+URL without secrets, template and its hash, shots, sampling, versions, tokens, cost) and scores.json.
+
+Few-shot examples (--shots K) are drawn with --seed from --shots-file, a labelled file such as the
+output of `expmrc pseudo` on training data. Examples from the dev set being scored are refused unless
+--allow-dev-shots; such a run is then marked as using the dev set in its record and in every table.
+
+prompt templates (--template; default: the newest for the subset's task and language):
+{templates}
+
+examples:
+  expmrc llm squad --model Qwen/Qwen2.5-7B-Instruct --base-url http://localhost:8000/v1 --output runs/llm-squad
+  expmrc llm c3 --model gpt-4o-mini --shots 3 --shots-file data/c3/train-pseudo-c3.json --price 0.15,0.6 --output runs/c3-gpt
+  expmrc llm race --backend transformers --model models/qwen2.5-0.5b-instruct --limit 100 --output runs/race-small
+  expmrc llm squad --model gpt-4o-mini --export-batch squad-batch.jsonl          # then, with the provider's output:
+  expmrc llm squad --model gpt-4o-mini --import-batch squad-batch-out.jsonl --output runs/squad-batch
+""".format(templates="\n".join(f"  {t.name:<14} {t.task} questions in {t.language}" for t in TEMPLATES.values()))
+
+
+def price(text: str) -> tuple[float, float]:
+    """`IN,OUT`: US dollars per million prompt and completion tokens."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected IN,OUT (dollars per million tokens), got {text!r}")
+    parse = number_in(0.0, 1e6)
+    return parse(parts[0]), parse(parts[1])
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("subset", metavar="SUBSET", help="squad, cmrc2018, race, c3 (the dev set) or a dataset file")
+    parser.add_argument("--model", required=True, help="model name at the endpoint, or a local folder (--backend transformers)")
+    parser.add_argument("--output", metavar="RUN_DIR", help="the run folder to write (required unless --export-batch)")
+    parser.add_argument("--overwrite", action="store_true", help="replace a RUN_DIR that exists")
+    parser.add_argument("--backend", choices=("openai", "transformers"), default="openai",
+                        help="openai: an OpenAI-compatible endpoint (default); transformers: a local causal LM")
+    parser.add_argument("--base-url", default="https://api.openai.com/v1",
+                        help="the endpoint's URL, up to /v1 (default %(default)s)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                        help="environment variable holding the API key (default %(default)s; unset is fine for local servers)")
+    parser.add_argument("--template", choices=tuple(TEMPLATES), help="a registered prompt template (see above)")
+    parser.add_argument("--prompt", metavar="FILE", help="a Jinja2 template of your own for the user message; "
+                        "variables: passage, question, options (label, text), task, language")
+    parser.add_argument("--structured", choices=("auto", "off"), default="auto",
+                        help="auto: ask for JSON by response_format and a JSON schema, dropped if the server "
+                             "refuses it; off: never (default auto)")
+    parser.add_argument("--shots", type=integer_in(0, 64), default=0, metavar="K", help="few-shot examples (default 0)")
+    parser.add_argument("--shots-file", metavar="FILE", help="labelled examples to draw from (e.g. `expmrc pseudo` output)")
+    parser.add_argument("--allow-dev-shots", action="store_true",
+                        help="accept examples from the dev set being scored; the run is marked as using it")
+    parser.add_argument("--seed", type=integer_in(0, 2**31 - 1), default=0, help="seed for shots and sampling (default 0)")
+    parser.add_argument("--temperature", type=number_in(0.0, 2.0), default=0.0, help="0 to 2 (default 0: greedy)")
+    parser.add_argument("--top-p", type=number_in(0.0, 1.0), default=1.0, help="nucleus sampling, 0 to 1 (default 1)")
+    parser.add_argument("--max-tokens", type=integer_in(1, 131072), default=512, help="reply length limit (default 512)")
+    parser.add_argument("--concurrency", type=integer_in(1, 1024), default=8,
+                        help="requests in flight at once, 1 to 1024 (default 8; the transformers backend batches instead)")
+    parser.add_argument("--batch-size", type=integer_in(1, 1024), default=8, help="questions per generate call (transformers; default 8)")
+    parser.add_argument("--device", default="auto", help="device for --backend transformers (default: cuda if there is one)")
+    parser.add_argument("--retries", type=integer_in(0, 20), default=5,
+                        help="retries on 429, 5xx, timeouts and refused connections, with exponential backoff (default 5)")
+    parser.add_argument("--backoff", type=number_in(0.0, 600.0), default=1.0, metavar="SECONDS",
+                        help="first retry's wait, doubled for each further retry (default 1; a Retry-After header wins)")
+    parser.add_argument("--timeout", type=number_in(1.0, 86400.0), default=600.0, help="seconds per request (default 600)")
+    parser.add_argument("--cache", metavar="FILE", help="response cache (default $EXPMRC_CACHE/llm-responses.sqlite, "
+                        "else ~/.cache/expmrc/llm-responses.sqlite)")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    parser.add_argument("--limit", type=integer_in(1, 10**9), metavar="N", help="only the first N questions (scores over those)")
+    parser.add_argument("--price", type=price, metavar="IN,OUT", help="dollars per million prompt,completion tokens: adds the cost")
+    parser.add_argument("--export-batch", metavar="FILE", help="write the requests as OpenAI Batch JSONL and stop")
+    parser.add_argument("--import-batch", metavar="FILE", help="take the replies from an OpenAI Batch output file")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from expmrc.llm import run as llm
+
+    start = time.time()
+    prepared = llm.prepare(args)
+    if args.export_batch:
+        from expmrc.llm.batch import export_batch
+
+        export_batch(args.export_batch, prepared.requests)
+        print(f"wrote {len(prepared.requests)} requests to {args.export_batch}", file=sys.stderr)
+        return 0
+    fetched, backend = llm.replies(args, prepared)
+    for line in llm.finish(args, prepared, fetched, backend, start):
+        print(line, file=sys.stderr)
+    return 0
+

@@ -1,0 +1,179 @@
+"""Prompt templates, registered by name: one per task (span, choice) and language (en, zh), versioned.
+
+A template renders the user message of one question from its fields (`passage`, `question`, `options`:
+a list of `{"label", "text"}`, `task`, `language`); the system message is fixed per template. Few-shot
+examples become earlier user/assistant turns rendered with the same template, the assistant turn being
+the JSON reply the template asks for. `--prompt FILE` replaces the user message with a Jinja2 template
+of the user's; every variable it names must exist (StrictUndefined) and it must render the question.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+
+from expmrc.data.datasets import (
+    LABELS,
+    ChoiceQuestion,
+    Question,
+    SpanQuestion,
+    passage_of,
+)
+from expmrc.errors import ExpmrcError
+
+VARIABLES = ("passage", "question", "options", "task", "language")
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A named, versioned prompt: the system message and the Jinja2 source of the user message."""
+
+    name: str
+    version: int
+    task: str  # "span" or "choice"
+    language: str  # "en" or "zh"
+    system: str
+    user: str
+
+    @property
+    def sha256(self) -> str:
+        """Hash of everything that shapes the messages, recorded in run_info.json."""
+        text = json.dumps([self.name, self.version, self.system, self.user], ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+TEMPLATES: dict[str, PromptTemplate] = {}
+
+
+def register(template: PromptTemplate) -> PromptTemplate:
+    """Add a template to the registry (names are unique)."""
+    if template.name in TEMPLATES:
+        raise ValueError(f"prompt template {template.name!r} is registered twice")
+    TEMPLATES[template.name] = template
+    return template
+
+
+register(PromptTemplate(
+    name="span-en-v1", version=1, task="span", language="en",
+    system="You answer reading comprehension questions. The answer is a short span copied from the passage. "
+           "Also quote, word for word, the passage sentence(s) that support the answer.",
+    user="Passage:\n{{ passage }}\n\nQuestion: {{ question }}\n\n"
+         "Reply with JSON only, no other text: "
+         '{"answer": "<the shortest passage span that answers the question>", '
+         '"evidence": "<the supporting sentence(s), copied verbatim from the passage>"}',
+))
+register(PromptTemplate(
+    name="choice-en-v1", version=1, task="choice", language="en",
+    system="You answer multiple-choice reading comprehension questions. "
+           "Also quote, word for word, the passage sentence(s) that support the answer.",
+    user="Passage:\n{{ passage }}\n\nQuestion: {{ question }}\n\nOptions:\n"
+         "{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
+         "Reply with JSON only, no other text: "
+         '{"answer": "<the letter of the correct option>", '
+         '"evidence": "<the supporting sentence(s), copied verbatim from the passage>"}',
+))
+register(PromptTemplate(
+    name="span-zh-v1", version=1, task="span", language="zh",
+    system="你是阅读理解答题助手。答案是从文章中原样摘取的一个简短片段。同时请逐字引用文章中支持该答案的句子。",
+    user="文章：\n{{ passage }}\n\n问题：{{ question }}\n\n"
+         "只回复 JSON，不要其他内容："
+         '{"answer": "<文章中能回答问题的最短片段>", "evidence": "<支持答案的句子，从文章中逐字照抄>"}',
+))
+register(PromptTemplate(
+    name="choice-zh-v1", version=1, task="choice", language="zh",
+    system="你是阅读理解选择题答题助手。同时请逐字引用文章中支持该答案的句子。",
+    user="文章：\n{{ passage }}\n\n问题：{{ question }}\n\n选项：\n"
+         "{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
+         "只回复 JSON，不要其他内容："
+         '{"answer": "<正确选项的字母>", "evidence": "<支持答案的句子，从文章中逐字照抄>"}',
+))
+
+
+def default_template(task: str, language: str) -> PromptTemplate:
+    """The newest registered template for a task and language."""
+    fitting = [t for t in TEMPLATES.values() if t.task == task and t.language == language]
+    return max(fitting, key=lambda t: t.version)
+
+
+def choose_template(name: str | None, task: str, language: str) -> PromptTemplate:
+    """The template named (it must fit the task), else the default for the task and language."""
+    if name is None:
+        return default_template(task, language)
+    if name not in TEMPLATES:
+        raise ExpmrcError(f"unknown prompt template {name!r}; choose from {', '.join(TEMPLATES)}")
+    template = TEMPLATES[name]
+    if template.task != task:
+        raise ExpmrcError(f"prompt template {name} is for {template.task} questions, this subset is {task}")
+    return template
+
+
+def template_from_file(path: str, base: PromptTemplate) -> PromptTemplate:
+    """A user's Jinja2 file as the user message, with `base`'s system message; refused if it does not parse."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ExpmrcError(f"{path}: cannot read prompt template: {exc}") from None
+    try:
+        _environment().from_string(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise ExpmrcError(f"{path}: line {exc.lineno}: not a Jinja2 template: {exc.message}") from None
+    return PromptTemplate(name=f"file:{path}", version=0, task=base.task, language=base.language,
+                          system=base.system, user=source)
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+
+def fields(question: Question) -> dict[str, Any]:
+    """The variables a template sees for one question."""
+    options = []
+    if isinstance(question, ChoiceQuestion):
+        options = [{"label": LABELS[i], "text": text} for i, text in enumerate(question.options)]
+    return {"passage": passage_of(question), "question": question.question, "options": options,
+            "task": "span" if isinstance(question, SpanQuestion) else "choice"}
+
+
+def render_user(template: PromptTemplate, question: Question, language: str) -> str:
+    """The user message for one question; a missing variable or a render without the question is one line."""
+    try:
+        text = _environment().from_string(template.user).render(**fields(question), language=language)
+    except jinja2.UndefinedError as exc:
+        raise ExpmrcError(f"prompt template {template.name}: {exc.message}; the variables are "
+                          f"{', '.join(VARIABLES)}") from None
+    except jinja2.TemplateError as exc:
+        raise ExpmrcError(f"prompt template {template.name}: cannot render question {question.qid}: {exc}") from None
+    if question.question.strip() and question.question.strip() not in text:
+        raise ExpmrcError(f"prompt template {template.name}: renders no question (question {question.qid}'s "
+                          "text is not in the message; use {{ question }})")
+    return text
+
+
+def reply_json(answer: str, evidence: str) -> str:
+    """The assistant turn of a few-shot example: the JSON object the templates ask for."""
+    return json.dumps({"answer": answer, "evidence": evidence}, ensure_ascii=False)
+
+
+def build_messages(template: PromptTemplate, question: Question, language: str,
+                   shots: list[tuple[Question, str, str]]) -> list[dict[str, str]]:
+    """System message, one user/assistant pair per shot (question, answer, evidence), then the question."""
+    messages = [{"role": "system", "content": template.system}]
+    for shot, answer, evidence in shots:
+        messages.append({"role": "user", "content": render_user(template, shot, language)})
+        messages.append({"role": "assistant", "content": reply_json(answer, evidence)})
+    messages.append({"role": "user", "content": render_user(template, question, language)})
+    return messages
+
+
+def answer_schema(task: str, n_options: int = 0) -> dict[str, Any]:
+    """The JSON schema of a reply, sent as `response_format` where the server supports it."""
+    answer: dict[str, Any] = {"type": "string"}
+    if task == "choice" and n_options:
+        answer["enum"] = list(LABELS[:n_options])
+    return {"type": "object", "properties": {"answer": answer, "evidence": {"type": "string"}},
+            "required": ["answer", "evidence"], "additionalProperties": False}

@@ -1,0 +1,41 @@
+"""LLM replies on `expmrc report` pages: for a submission inside an `expmrc llm` run folder, each question
+shows the raw reply, the parsed answer and its parse status, and the grounding status of each field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from expmrc.errors import ExpmrcError
+
+RESPONSES = "responses.jsonl"
+
+
+def llm_replies(submission_path: str) -> dict[str, dict[str, Any]]:
+    """Per question id, what the page shows; empty unless the submission sits in an `expmrc llm` run folder."""
+    path = Path(submission_path).parent / RESPONSES
+    if not path.is_file() or not (path.parent / "run_info.json").is_file():
+        return {}
+    shown, number = {}, 0
+    try:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            record = json.loads(line)
+            grounding = record.get("grounding") or {}
+            shown[record["id"]] = {
+                "parse status": record["parsed"]["status"], "parsed answer": record["parsed"]["answer"],
+                **{f"{key} grounding": value["status"] for key, value in grounding.items()},
+                "raw reply": record.get("reply"),
+            }
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise ExpmrcError(f"{path}: line {number}: not an `expmrc llm` "
+                          f"responses file ({type(exc).__name__})") from None
+    return shown
+
+
+def attach_llm_replies(report: Any, submission_path: str) -> None:
+    """Add each question's reply record to its `extra` (as `llm`), which the page lists under the scores."""
+    shown = llm_replies(submission_path)
+    for question in report.questions:
+        if question.id in shown:
+            question.extra["llm"] = shown[question.id]

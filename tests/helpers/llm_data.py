@@ -1,0 +1,72 @@
+"""Four small ExpMRC-format datasets (SQuAD-like and RACE-like in English, CMRC-2018-like and C3-like in
+Chinese) with gold answers and evidence, written by the tests; and a labelled training file for shots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SQUAD = {"version": "expmrc-squad-dev", "data": [{"title": "Rivers", "paragraphs": [
+    {"context": "The Rhine rises in the Swiss Alps. It flows north through Germany and the Netherlands. "
+                "It reaches the North Sea near Rotterdam, after a course of about 1,230 kilometres.",
+     "qas": [{"id": "sq-1", "question": "Where does the Rhine reach the sea?",
+              "answers": [{"text": "near Rotterdam", "answer_start": 112}],
+              "evidences": ["It reaches the North Sea near Rotterdam, after a course of about 1,230 kilometres."]},
+             {"id": "sq-2", "question": "Where does the Rhine rise?",
+              "answers": [{"text": "the Swiss Alps", "answer_start": 19}],
+              "evidences": ["The Rhine rises in the Swiss Alps."]}]}]}]}
+CMRC = {"version": "expmrc-cmrc2018-dev", "data": [{"title": "长江", "paragraphs": [
+    {"context": "长江是中国第一长河，全长约6300公里。它发源于青藏高原，最终在上海注入东海。长江流域是中国经济最发达的地区之一。",
+     "qas": [{"id": "cm-1", "question": "长江在哪里注入东海？", "answers": [{"text": "上海", "answer_start": 32}],
+              "evidences": ["它发源于青藏高原，最终在上海注入东海。"]},
+             {"id": "cm-2", "question": "长江全长约多少公里？", "answers": [{"text": "6300公里", "answer_start": 13}],
+              "evidences": ["长江是中国第一长河，全长约6300公里。"]}]}]}]}
+RACE = {"version": "expmrc-race-dev", "data": [
+    {"id": "r1", "article": "Tom went to the market on Sunday. He bought three apples and a loaf of bread. "
+                            "On the way home it began to rain, so he ran.",
+     "questions": ["What did Tom buy?", "Why did Tom run home?"],
+     "options": [["Three pears", "Three apples and bread", "Only bread", "Nothing"],
+                 ["He was late", "It began to rain", "He was hungry", "A dog chased him"]],
+     "answers": ["B", "B"],
+     "evidences": [["He bought three apples and a loaf of bread."], ["On the way home it began to rain, so he ran."]]}]}
+C3 = {"version": "expmrc-c3-dev", "data": [
+    {"id": "c1", "article": "小明每天早上七点起床。他先跑步半小时，然后吃早饭。吃完早饭后，他骑自行车去学校。",
+     "questions": ["小明怎么去学校？", "小明几点起床？"],
+     "options": [["走路", "坐公交车", "骑自行车", "坐地铁"], ["六点", "七点", "八点"]],
+     "answers": ["C", "B"],
+     "evidences": [["吃完早饭后，他骑自行车去学校。"], ["小明每天早上七点起床。"]]}]}
+DATASETS = {"squad": SQUAD, "cmrc2018": CMRC, "race": RACE, "c3": C3}
+
+
+def write_dataset(folder: Path, subset: str) -> str:
+    """Write one subset's dataset into `folder` and return its path."""
+    path = folder / f"expmrc-{subset}-dev.json"
+    path.write_text(json.dumps(DATASETS[subset], ensure_ascii=False), encoding="utf-8")
+    return str(path)
+
+
+def write_training(folder: Path) -> str:
+    """A labelled SQuAD-like training file (other questions, other passages) to draw shots from."""
+    doc = {"version": "expmrc-squad-train", "data": [{"title": "Cities", "paragraphs": [
+        {"context": f"City {n} lies on river {n}. It was founded in year {1000 + n}.",
+         "qas": [{"id": f"tr-{n}", "question": f"When was city {n} founded?",
+                  "answers": [{"text": f"year {1000 + n}", "answer_start": 0}],
+                  "evidences": [f"It was founded in year {1000 + n}."]}]} for n in range(6)]}]}
+    path = folder / "train-pseudo-squad.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return str(path)
+
+
+def official_scores(dataset: str, predictions: str) -> dict:
+    """What the leaderboard's script (eval_expmrc.py, run in this process) prints for a submission."""
+    import contextlib
+    import importlib.util
+    import io
+
+    spec = importlib.util.spec_from_file_location("eval_expmrc", Path(__file__).resolve().parents[2] / "eval_expmrc.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert module.main([dataset, predictions]) == 0
+    return json.loads(out.getvalue())
