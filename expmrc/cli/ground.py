@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from expmrc.data.io import check_output_path, write_json_atomic, write_text_atomic
     from expmrc.data.submissions import load_submission
     from expmrc.errors import ExpmrcError
-    from expmrc.text.grounding import STATUSES, check_subset, ground_submission
+    from expmrc.text.grounding import STATUSES, ground_submission
 
     for path in (args.output, args.details):
         if path:
@@ -56,11 +56,7 @@ def run(args: argparse.Namespace) -> int:
         raise ExpmrcError(f"{args.output}: --output and --details name the same file")
     dataset = load_dataset(args.dataset, args.subset)
     submission = load_submission(args.submission)
-    check_subset(dataset, submission, args.submission)
-    try:
-        result = ground_submission(dataset, submission, args.drop_unverified)
-    except ExpmrcError as exc:
-        raise ExpmrcError(f"{args.submission}: {exc}") from None
+    result = ground_submission(dataset, submission, args.drop_unverified, source=args.submission)
     missing = len(dataset.questions) - len(result.submission)
     if missing:
         print(f"warning: {args.submission}: {missing} of {len(dataset.questions)} questions have no prediction",

@@ -193,3 +193,12 @@ def test_perturbed_gold_evidence_of_the_dev_sets_is_grounded(subset):
     rates = measure(load_dataset(dev_set(subset)))
     assert rates["located"] >= 0.97 and rates["flagged"] >= 0.95, rates
     assert rates["answers"] is None or rates["answers"] >= 0.95, rates
+
+
+def test_an_entry_the_scorer_would_refuse_is_one_line_naming_file_and_question(write_json, tmp_path):
+    data = span_dataset(write_json).path
+    sub = write_json("bad.json", {"q1": {"answer": "Rollo", "evidence": ["a list"]}, "q2": SUBMISSION["q2"]})
+    result = run(data, sub, "--output", str(tmp_path / "g.json"))
+    assert result.returncode == 2 and not (tmp_path / "g.json").exists()
+    assert result.stderr.strip() == f"error: {sub}: question q1: `evidence` must be a string (numbers are scored as " \
+                                    "text), got a JSON array"
