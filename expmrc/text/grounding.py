@@ -68,8 +68,9 @@ def _pieces(text: str) -> list[str]:
     return [p for p in _ELLIPSIS.split(text) if tokens(p)[0]]
 
 
-def _accepted(found: Found | None, piece: str, threshold: float) -> bool:
-    return found is not None and found.end > found.start and (
+def _accepted(found: Found, piece: str, threshold: float) -> bool:
+    """Whether a piece's place is good enough: not empty, and a fuzzy one scores enough on enough tokens."""
+    return found.end > found.start and (
         found.policy != "fuzzy" or (found.score >= threshold and len(tokens(piece)[0]) >= MIN_FUZZY_TOKENS))
 
 
@@ -79,7 +80,7 @@ def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], thre
     first, then the pieces before it nearest to it on the left, and the pieces after it on the right."""
     anchor = max(range(len(pieces)), key=lambda i: (len(tokens(pieces[i])[0]), -i))
     found = find(passage, pieces[anchor], stage, hint if len(pieces) == 1 else Hint())
-    if not _accepted(found, pieces[anchor], threshold):
+    if found is None or not _accepted(found, pieces[anchor], threshold):
         return None
     located = {anchor: found}
     for i in list(range(anchor - 1, -1, -1)) + list(range(anchor + 1, len(pieces))):
@@ -87,7 +88,7 @@ def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], thre
         edge = located[i + 1].start if left else located[i - 1].end
         found = find(passage, pieces[i], stage, Hint(near=edge if left else None),
                      (0, edge) if left else (edge, len(passage)))
-        if not _accepted(found, pieces[i], threshold):
+        if found is None or not _accepted(found, pieces[i], threshold):
             return None
         located[i] = found
     parts = [located[i] for i in range(len(pieces))]
