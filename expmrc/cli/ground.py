@@ -13,7 +13,7 @@ Find every evidence (and, on span subsets, every answer) of a submission in its 
 model's free-form quotes need: verbatim; else after normalization (NFKC, full-/half-width
 punctuation, quote marks and whitespace dropped, case folded), mapped back to exact passage
 offsets; else by fuzzy alignment over word tokens (rapidfuzz), accepted when at least
-{threshold:g}% of the quote's tokens match in order. A quote with an ellipsis (..., …, ……) covers its
+{threshold:g}% of the quote's tokens match in order, in runs of two or more. A quote with an ellipsis (..., …, ……) covers its
 pieces found in order; a framing sentence around a quote (The passage says: "...", 原文写道：“...”)
 is not part of it.
 
