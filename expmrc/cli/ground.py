@@ -13,7 +13,7 @@ Find every evidence (and, on span subsets, every answer) of a submission in its 
 model's free-form quotes need: verbatim; else after normalization (NFKC, full-/half-width
 punctuation, quote marks and whitespace dropped, case folded), mapped back to exact passage
 offsets; else by fuzzy alignment over word tokens (rapidfuzz), accepted when at least
-{threshold:g}% of the quote's tokens match in order. A quote with an ellipsis (..., …, ……) covers its
+{threshold:g}% of the quote's tokens match in order, in runs of two or more. A quote with an ellipsis (..., …, ……) covers its
 pieces found in order; a framing sentence around a quote (The passage says: "...", 原文写道：“...”)
 is not part of it.
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from expmrc.data.io import check_output_path, write_json_atomic, write_text_atomic
     from expmrc.data.submissions import load_submission
     from expmrc.errors import ExpmrcError
-    from expmrc.text.grounding import STATUSES, check_subset, ground_submission
+    from expmrc.text.grounding import STATUSES, ground_submission
 
     for path in (args.output, args.details):
         if path:
@@ -56,11 +56,7 @@ def run(args: argparse.Namespace) -> int:
         raise ExpmrcError(f"{args.output}: --output and --details name the same file")
     dataset = load_dataset(args.dataset, args.subset)
     submission = load_submission(args.submission)
-    check_subset(dataset, submission, args.submission)
-    try:
-        result = ground_submission(dataset, submission, args.drop_unverified)
-    except ExpmrcError as exc:
-        raise ExpmrcError(f"{args.submission}: {exc}") from None
+    result = ground_submission(dataset, submission, args.drop_unverified, source=args.submission)
     missing = len(dataset.questions) - len(result.submission)
     if missing:
         print(f"warning: {args.submission}: {missing} of {len(dataset.questions)} questions have no prediction",

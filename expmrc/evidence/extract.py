@@ -123,7 +123,9 @@ def extract(dataset: Dataset, method: Method, answers: dict[str, tuple[str, int 
     """Run `method` on `questions` (default: all) with `answers` (default: the gold answers)."""
     questions = dataset.questions if questions is None else questions
     queries = _queries(questions, answers, answers_path or dataset.path)
-    written, evidences, starts = {}, {}, {}
+    written: dict[str, str] = {}
+    evidences: dict[str, Evidence | None] = {}
+    starts: dict[str, int | None] = {}
     empty, undelimited, not_found, no_overlap, none = [], set(), [], [], []
     prefetch = getattr(method.pick, "prefetch", None)  # idf-window embeds all questions' texts at once
     if prefetch is not None:

@@ -1,8 +1,8 @@
 """Grounding free-form quotes (an LLM's evidence and span answers) in their passage: docs/grounding.md.
 
-A quote is tried verbatim, then normalized, then by fuzzy alignment (the `locate` policies of those
-names), first as given and then without a framing sentence around it (`The passage says: "..."`,
-`原文写道：“...”`). A quote with an ellipsis (`...`, `…`, `……`) is found piece by piece, in order, and
+A quote is tried verbatim, then normalized (the `locate` policies of those names), as given and then
+without a framing sentence around it (`The passage says: "..."`, `原文写道：“...”`); then by fuzzy
+alignment (the `fuzzy` policy). A quote with an ellipsis (`...`, `…`, `……`) is found piece by piece, in order, and
 covers the pieces. Each field gets a status: `exact`, `normalized`, `fuzzy` (with its score) or
 `unverified` (found nowhere well enough, or empty), and a located field is replaced by the exact
 passage substring.
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from expmrc.data.datasets import Dataset, SpanQuestion, passage_of
+from expmrc.data.submissions import parse_prediction
 from expmrc.errors import ExpmrcError
 from expmrc.text.locate import Found, Hint, find, tokens, trim
 
@@ -67,8 +68,9 @@ def _pieces(text: str) -> list[str]:
     return [p for p in _ELLIPSIS.split(text) if tokens(p)[0]]
 
 
-def _accepted(found: Found | None, piece: str, threshold: float) -> bool:
-    return found is not None and found.end > found.start and (
+def _accepted(found: Found, piece: str, threshold: float) -> bool:
+    """Whether a piece's place is good enough: not empty, and a fuzzy one scores enough on enough tokens."""
+    return found.end > found.start and (
         found.policy != "fuzzy" or (found.score >= threshold and len(tokens(piece)[0]) >= MIN_FUZZY_TOKENS))
 
 
@@ -78,7 +80,7 @@ def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], thre
     first, then the pieces before it nearest to it on the left, and the pieces after it on the right."""
     anchor = max(range(len(pieces)), key=lambda i: (len(tokens(pieces[i])[0]), -i))
     found = find(passage, pieces[anchor], stage, hint if len(pieces) == 1 else Hint())
-    if not _accepted(found, pieces[anchor], threshold):
+    if found is None or not _accepted(found, pieces[anchor], threshold):
         return None
     located = {anchor: found}
     for i in list(range(anchor - 1, -1, -1)) + list(range(anchor + 1, len(pieces))):
@@ -86,7 +88,7 @@ def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], thre
         edge = located[i + 1].start if left else located[i - 1].end
         found = find(passage, pieces[i], stage, Hint(near=edge if left else None),
                      (0, edge) if left else (edge, len(passage)))
-        if not _accepted(found, pieces[i], threshold):
+        if found is None or not _accepted(found, pieces[i], threshold):
             return None
         located[i] = found
     parts = [located[i] for i in range(len(pieces))]
@@ -144,12 +146,6 @@ class Grounded:
         return self.counts.get(UNVERIFIED, 0) / total if total else 0.0
 
 
-def _entry(qid: str, entry: Any) -> dict[str, Any]:
-    if not isinstance(entry, dict) or "evidence" not in entry or "answer" not in entry:
-        raise ExpmrcError(f"question {qid}: a prediction must be an object with `answer` and `evidence`")
-    return dict(entry)
-
-
 def check_subset(dataset: Dataset, submission: dict[str, Any], source: str = "submission") -> None:
     """Refuse a submission none (or under half) of whose ids are questions of `dataset`: it is for another subset."""
     known = {q.qid for q in dataset.questions}
@@ -187,9 +183,11 @@ def ground_question(question: Any, entry: dict[str, Any], drop_unverified: bool)
     return out, record
 
 
-def ground_submission(dataset: Dataset, submission: dict[str, Any], drop_unverified: bool = False) -> Grounded:
-    """Ground every prediction of `submission` that names a question of `dataset` (in dataset order)."""
-    check_subset(dataset, submission)
+def ground_submission(dataset: Dataset, submission: dict[str, Any], drop_unverified: bool = False,
+                      source: str = "submission") -> Grounded:
+    """Ground every prediction of `submission` that names a question of `dataset` (in dataset order); a submission
+    for another subset, or an entry the scorer would refuse, is an ExpmrcError naming `source` (and the question)."""
+    check_subset(dataset, submission, source)
     grounded: dict[str, Any] = {}
     details: list[dict[str, Any]] = []
     counts = dict.fromkeys(STATUSES, 0)
@@ -197,7 +195,8 @@ def ground_submission(dataset: Dataset, submission: dict[str, Any], drop_unverif
     for question in dataset.questions:
         if question.qid not in submission:
             continue
-        entry, record = ground_question(question, _entry(question.qid, submission[question.qid]), drop_unverified)
+        parse_prediction(source, question.qid, submission[question.qid])  # refuses what the scorer would
+        entry, record = ground_question(question, submission[question.qid], drop_unverified)
         grounded[question.qid] = entry
         details.append(record)
         counts[record["evidence"]["status"]] += 1
@@ -205,9 +204,4 @@ def ground_submission(dataset: Dataset, submission: dict[str, Any], drop_unverif
             answer_counts[record["answer"]["status"]] += 1
     return Grounded(grounded, details, counts, answer_counts)
 
-
-def is_substring(passage: str, text: Any) -> bool:
-    """Whether a (stripped) evidence text is a verbatim passage substring; an empty one counts as one."""
-    text = str(text).strip()
-    return not text or text in passage
 

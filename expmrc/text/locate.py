@@ -220,6 +220,8 @@ def _fuzzy(passage: str, text: str, hint: Hint) -> list[tuple[Span, float]]:
     lo, hi = 0, len(target)
     if len(query) < len(target):
         window = fuzz.partial_ratio_alignment(query, target)
+        if window is None:
+            return []
         slack = len(query) // 2 + 2
         lo, hi = max(0, window.dest_start - slack), min(len(target), window.dest_end + slack)
     aligned = _aligned(query, target[lo:hi])
@@ -242,8 +244,9 @@ def choose(spans: Sequence[Span], hint: Hint) -> Span:
         inside = [s for s in spans if hint.within[0] <= s[0] and s[1] <= hint.within[1]]
         if inside:
             return inside[0]
-    if hint.near is not None:
-        return min(spans, key=lambda s: (abs(s[0] - hint.near), s[0]))
+    near = hint.near
+    if near is not None:
+        return min(spans, key=lambda s: (abs(s[0] - near), s[0]))
     return spans[0]
 
 
@@ -255,8 +258,8 @@ def find(passage: str, text: str, policies: Sequence[str] = ("offset", "verbatim
     lo, hi = region or (0, len(passage))
     rest = passage[lo:hi] if region else passage
     if lo:
-        hint = Hint(*(None if v is None else _shift(v, -lo) for v in (hint.start, hint.holding, hint.within,
-                                                                      hint.near)))
+        hint = Hint(None if hint.start is None else hint.start - lo, _shift(hint.holding, -lo),
+                    _shift(hint.within, -lo), None if hint.near is None else hint.near - lo)
     for name in policies:
         found = POLICIES[name](rest, text, hint)
         if found:
@@ -266,8 +269,8 @@ def find(passage: str, text: str, policies: Sequence[str] = ("offset", "verbatim
     return None
 
 
-def _shift(value: int | Span, by: int) -> int | Span:
-    return value + by if isinstance(value, int) else (value[0] + by, value[1] + by)
+def _shift(span: Span | None, by: int) -> Span | None:
+    return None if span is None else (span[0] + by, span[1] + by)
 
 
 # --- the policies the training labels use -----------------------------------------------------------

@@ -71,7 +71,8 @@ def test_an_honest_quote_is_tied_to_the_passage_text_it_quotes(passage, quote, g
     assert found.policy != UNVERIFIED, quote
     start = passage.index(gold)
     overlap = min(found.end, start + len(gold)) - max(found.start, start)
-    assert overlap / (max(found.end, start + len(gold)) - min(found.start, start)) >= 0.75, passage[found.start:found.end]
+    union = max(found.end, start + len(gold)) - min(found.start, start)
+    assert overlap / union >= 0.75, passage[found.start:found.end]
 
 
 @pytest.mark.parametrize("passage, quote", FABRICATED)
@@ -99,9 +100,10 @@ def span_dataset(write_json):
             {"id": "q1", "question": "Who did they descend from?", "answers": [{"text": "Norse raiders", "answer_start":
                                                                                EN.index("Norse raiders")}],
              "evidences": [E1]},
-            {"id": "q2", "question": "Who was their leader?", "answers": [{"text": "Rollo", "answer_start": EN.index("Rollo")}],
-             "evidences": ["under their leader Rollo"]},
-            {"id": "q3", "question": "Where is Normandy?", "answers": [{"text": "France", "answer_start": EN.index("France")}],
+            {"id": "q2", "question": "Who was their leader?",
+             "answers": [{"text": "Rollo", "answer_start": EN.index("Rollo")}], "evidences": ["under their leader Rollo"]},
+            {"id": "q3", "question": "Where is Normandy?",
+             "answers": [{"text": "France", "answer_start": EN.index("France")}],
              "evidences": ["Normandy, a region in France"]}]}]}]}))
 
 
@@ -193,3 +195,12 @@ def test_perturbed_gold_evidence_of_the_dev_sets_is_grounded(subset):
     rates = measure(load_dataset(dev_set(subset)))
     assert rates["located"] >= 0.97 and rates["flagged"] >= 0.95, rates
     assert rates["answers"] is None or rates["answers"] >= 0.95, rates
+
+
+def test_an_entry_the_scorer_would_refuse_is_one_line_naming_file_and_question(write_json, tmp_path):
+    data = span_dataset(write_json).path
+    sub = write_json("bad.json", {"q1": {"answer": "Rollo", "evidence": ["a list"]}, "q2": SUBMISSION["q2"]})
+    result = run(data, sub, "--output", str(tmp_path / "g.json"))
+    assert result.returncode == 2 and not (tmp_path / "g.json").exists()
+    assert result.stderr.strip() == f"error: {sub}: question q1: `evidence` must be a string (numbers are scored as " \
+                                    "text), got a JSON array"
