@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from expmrc.reports.collect import collect
 
     check_output_path(args.output_dir, "dir")
+    check_destinations(args.output_dir, args.format, args.html)
     result = collect(args.run_dirs, args.output_dir, data=args.data, formats=args.format, progress=not args.quiet,
                      html=args.html, farm=args.farm)
     if not args.quiet:
@@ -65,3 +66,17 @@ def run(args: argparse.Namespace) -> int:
     for path in result.written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def check_destinations(output_dir: str, formats: tuple[str, ...], html: bool) -> None:
+    """Refuse, before anything is written, any file or folder collect would write that cannot be written."""
+    from pathlib import Path
+
+    from expmrc.data.io import check_output_path
+    from expmrc.reports.collect import OUTPUT_FILES, REPORTS_DIR
+
+    kinds = [kind for kind in ("md", "csv", "png") if kind in formats] + (["runs"] if "csv" in formats else [])
+    for kind in kinds + (["html"] if html else []):
+        check_output_path(str(Path(output_dir) / OUTPUT_FILES[kind]), "file")
+    if html:
+        check_output_path(str(Path(output_dir) / REPORTS_DIR), "dir")

@@ -251,7 +251,18 @@ def read_farm(run_dir: str, questions: int) -> tuple[float | None, str]:
         return None, f"{path}: has no FARM(4) (written with --max_k below 4)"
     if count != questions:
         return None, f"{path}: covers {count} questions, the predictions {questions}, so no FARM(4)"
-    return float(farm[4]), ""
+    return farm_value(path, farm[4]), ""
+
+
+def farm_value(path: str, value: Any) -> float:
+    """A recorded FARM(4), refused in one line naming the record unless a finite number in [0, 1] (a ratio)."""
+    import json
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        shown = json.dumps(value)[:40]
+        raise ExpmrcError(f"{path}: FARM(4) must be a number from 0 to 1, got {shown}; rewrite it with "
+                          "`expmrc faithfulness`")
+    return float(value)
 
 
 def shown_metrics(groups: list[Group]) -> tuple[str, ...]:
