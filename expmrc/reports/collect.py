@@ -170,6 +170,9 @@ class DatasetCache:
             return best
         if not predict_file:
             raise ExpmrcError(f"{run_dir}: run_info.json names no predict_file (pass --data DEV_SET)")
+        if not isinstance(predict_file, str):
+            raise ExpmrcError(f"{os.path.join(run_dir, RUN_INFO)}: predict_file must be a path or a subset name, "
+                              f"got {type(predict_file).__name__} {str(predict_file)[:40]} (pass --data DEV_SET)")
         for candidate in (predict_file, os.path.join(run_dir, predict_file)):
             if os.path.isfile(candidate):
                 return self.load(candidate)
