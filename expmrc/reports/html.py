@@ -26,7 +26,7 @@ from expmrc.data.submissions import Prediction, load_submission, parse_predictio
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import Metric, select
 from expmrc.reports.pages import asset, json_value, pyplot, render, svg
-from expmrc.scoring.scorer import Report, score, signature
+from expmrc.scoring.scorer import Report, no_match_problem, score, signature
 
 ANSWER_THRESHOLD = 0.5  # answer right when its score is at least this (multiple choice: 1 right, 0 wrong)
 EVIDENCE_THRESHOLD = 0.5  # evidence good when its F1 is at least this
@@ -58,6 +58,8 @@ def load_submissions(dataset: Dataset, paths: Sequence[str], metrics: list[Metri
     for k, path in enumerate(paths):
         entries = load_submission(path)
         report = score(dataset, entries, path, metrics)
+        if no_match_problem(report):
+            raise ExpmrcError(no_match_problem(report))
         predictions = {q.qid: parse_prediction(path, q.qid, entries[q.qid])
                        for q in dataset.questions if q.qid in entries}
         submissions.append(Submission(names[k] if names else path, report, predictions))

@@ -53,8 +53,9 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     if task not in TASK_DEFAULTS:
         raise ValueError(f"task must be one of {sorted(TASK_DEFAULTS)}")
     defaults = TASK_DEFAULTS[task]
-    parser = argparse.ArgumentParser(prog=prog, description=description,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.cli import OneLineParser  # one-line usage errors, no flag abbreviations
+
+    parser = OneLineParser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
 
     model = parser.add_argument_group("model (either --model_name_or_path, or the original three files)")
     model.add_argument("--model_name_or_path", default=None,
