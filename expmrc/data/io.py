@@ -183,6 +183,9 @@ def check_output_path(path: str, kind: str = "file", inputs: tuple[str, ...] | l
     if kind == "file" and (path.endswith(("/", os.sep)) or target.name in ("", ".", "..")):
         raise ExpmrcError(f"{path}: names a folder; give a file name for this output")
     try:
+        if target.is_symlink() and not target.exists():
+            raise ExpmrcError(f"{path}: is a broken symbolic link (to {os.readlink(target)}); remove it or give "
+                              "another path")
         if kind == "file" and target.is_dir():
             raise ExpmrcError(f"{path}: is a directory; give a file name for this output")
         if kind == "dir" and target.exists() and not target.is_dir():

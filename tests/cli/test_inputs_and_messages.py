@@ -141,3 +141,46 @@ def test_a_predict_file_of_the_wrong_type_is_named(tmp_path, value):
     status, _, err = run_cli(["collect", str(tmp_path / "runs"), "--output-dir", str(tmp_path / "o"), "--quiet"])
     assert status == 2 and "Traceback" not in err
     assert "predict_file must be a path or a subset name" in err
+
+
+@pytest.mark.parametrize("name, outside", [("a/b/../x.json", False), ("a/./x.json", False), ("a/../../x.json", True),
+                                           ("../x.json", True), ("x/../y/../../z", True)])
+def test_a_zip_entry_is_outside_only_when_it_climbs_out(name, outside):
+    from pathlib import PurePosixPath
+
+    from expmrc.data.download import _climbs_out
+
+    assert _climbs_out(PurePosixPath(name).parts) is outside
+
+
+def test_a_zip_entry_through_dot_dot_inside_is_not_called_outside(tmp_path):
+    import zipfile
+
+    archive = tmp_path / "dev.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("a/b/../expmrc-squad-dev.json", json.dumps(SPAN_DATA))
+    status, _, err = run_cli(["download", "--subsets", "squad", "--from", str(archive), "--dest", str(tmp_path / "d")])
+    assert "outside" not in err and "Traceback" not in err
+
+
+def test_coupling_constants_without_the_coupling_loss_are_warned_about(capsys):
+    from expmrc.training.flags import build_parser, check_flags
+
+    args = build_parser("span").parse_args(["--do_predict", "True", "--predict_file", "x", "--output_dir", "o",
+                                            "--coupling_c1", "9"])
+    check_flags(args)
+    assert "warning: --coupling_c1 given without --coupling_loss True" in capsys.readouterr().err
+    args = build_parser("span").parse_args(["--do_predict", "True", "--predict_file", "x", "--output_dir", "o",
+                                            "--coupling_c1", "9", "--coupling_loss", "True"])
+    check_flags(args)
+    assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["file", "dir"])
+def test_a_dangling_symlink_output_says_so(tmp_path, kind):
+    from expmrc.data.io import check_output_path
+
+    link = tmp_path / "out"
+    link.symlink_to(tmp_path / "gone")
+    with pytest.raises(ExpmrcError, match="is a broken symbolic link"):
+        check_output_path(str(link), kind)
