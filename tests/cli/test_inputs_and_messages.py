@@ -160,7 +160,7 @@ def test_a_zip_entry_through_dot_dot_inside_is_not_called_outside(tmp_path):
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("a/b/../expmrc-squad-dev.json", json.dumps(SPAN_DATA))
     status, _, err = run_cli(["download", "--subsets", "squad", "--from", str(archive), "--dest", str(tmp_path / "d")])
-    assert "outside" not in err and "Traceback" not in err
+    assert status in (0, 2) and "outside" not in err and "Traceback" not in err
 
 
 def test_coupling_constants_without_the_coupling_loss_are_warned_about(capsys):
