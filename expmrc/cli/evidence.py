@@ -48,9 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from expmrc.data.datasets import load_dataset
-    from expmrc.errors import ExpmrcError
     from expmrc.data.io import check_output_path, write_json_atomic
     from expmrc.data.submissions import read_answers
+    from expmrc.errors import ExpmrcError
     from expmrc.evidence.extract import build_method, extract, split_halves
     from expmrc.scoring.scorer import score
 
