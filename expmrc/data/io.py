@@ -304,9 +304,17 @@ def atomic_file(path: str) -> Iterator[Path]:
             _remove(tmp)
 
 
+def _is_stdout(path: str) -> bool:
+    """Whether `path` names the very file, pipe or terminal this process's stdout writes to."""
+    try:
+        return os.path.samefile(path, f"/proc/self/fd/{sys.stdout.fileno()}")
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def _write_directly(path: str, data: bytes) -> None:
     """Write to stdout, a FIFO or a device as it is (no temporary: a rename would replace the special file)."""
-    if path == STDOUT:
+    if path == STDOUT or _is_stdout(path):  # /dev/stdout: reopening would truncate a redirected stdout
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
