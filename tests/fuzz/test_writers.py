@@ -161,3 +161,15 @@ def test_collect_checks_every_destination_before_writing(tmp_path):
     status, _, err = run_cli(["collect", str(tmp_path / "runs"), "--output-dir", str(out), "--html", "--quiet"])
     assert_refused(status, err, str(out / "reports"))
     assert sorted(os.listdir(out)) == ["reports"]
+
+
+def test_dev_stdout_redirected_to_a_file_keeps_everything_written(pair, tmp_path):
+    """Reopening /dev/stdout would truncate a redirected stdout; the details go through stdout itself."""
+    captured = tmp_path / "captured.txt"
+    with open(captured, "wb") as handle:
+        out = subprocess.run([sys.executable, "-m", "expmrc.cli", "evaluate", *pair, "--json", "--details",
+                              "/dev/stdout"], check=False, stdout=handle, stderr=subprocess.PIPE, text=True,
+                             env=environment(), cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    text = captured.read_text()
+    assert '"id": "q1"' in text and '"signature"' in text
