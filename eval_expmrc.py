@@ -14,7 +14,7 @@ import sys
 
 from expmrc.cli import OneLineParser, run_guarded
 from expmrc.data.datasets import SUBSETS, load_dataset
-from expmrc.scoring.scorer import score_files, warn_about
+from expmrc.scoring.scorer import no_match_problem, score_files, warn_about
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
         report = score_files(load_dataset(args.dataset_file, args.subset), args.prediction_file)
         warn_about(report)
         print(json.dumps(report.official()))
+        if no_match_problem(report):  # the official line above stays; say why everything is unanswered
+            print(f"warning: {no_match_problem(report)}", file=sys.stderr)
         return 0
 
     return run_guarded(body, args)

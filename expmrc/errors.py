@@ -12,6 +12,27 @@ class Terminated(BaseException):
     temporary files on the way out and a run can record that it was interrupted."""
 
 
+def _progress_bars() -> list:
+    """The tqdm progress bars now drawn (none when tqdm was never imported)."""
+    module = sys.modules.get("tqdm")
+    return list(getattr(getattr(module, "tqdm", None), "_instances", None) or ())
+
+
 def warn(message: str) -> None:
-    """Print `warning: message` on stderr: input that is accepted but probably not what the user meant."""
-    print(f"warning: {message}", file=sys.stderr)
+    """Print `warning: message` on stderr: input that is accepted but probably not what the user meant. Mid
+    progress bar, the bar is cleared, the line printed on its own and the bar drawn again below it."""
+    if _progress_bars():
+        sys.modules["tqdm"].tqdm.write(f"warning: {message}", file=sys.stderr)
+    else:
+        print(f"warning: {message}", file=sys.stderr)
+
+
+def print_error(line: str) -> None:
+    """Print a final `error: ...` line on stderr on a line of its own: progress bars still drawn are closed
+    first (a bar leaves its cursor at the end of its line)."""
+    for bar in _progress_bars():
+        try:
+            bar.close()
+        except Exception:  # a bar whose stream has gone: nothing to end
+            pass
+    print(line, file=sys.stderr)

@@ -14,7 +14,7 @@ import threading
 from typing import Any, Callable, NoReturn
 
 from expmrc import __version__
-from expmrc.errors import ExpmrcError, Terminated
+from expmrc.errors import ExpmrcError, Terminated, print_error
 
 # name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -34,7 +34,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line, `error: PROG: what is wrong`, with exit status 2."""
+    """argparse whose usage errors are one line, `error: PROG: what is wrong`, with exit status 2, and which
+    takes no abbreviation of a flag (`--detail` is not `--details`: a typo must not pass as another flag)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         print(f"error: {self.prog}: {one_line(message)} (see {self.prog} --help)", file=sys.stderr)
@@ -95,7 +100,7 @@ def run_guarded(func: Callable[[Any], int | None], args: Any) -> int:
         sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
         return status
     except ExpmrcError as exc:
-        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+        print_error(f"error: {one_line(str(exc))}")
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from expmrc.reports.collect import CollectResult, collect, find_run_dirs
 
     check_output_path(args.output_dir, "dir")
+    check_destinations(args.output_dir, args.format, args.html)
     trained, llm_section, llm_written = split_and_write(find_run_dirs(args.run_dirs, args.output_dir), args.output_dir)
     result = CollectResult([], [], "", []) if llm_section and not trained else collect(
         trained, args.output_dir, data=args.data, formats=args.format, progress=not args.quiet, html=args.html,
@@ -77,3 +78,18 @@ def run(args: argparse.Namespace) -> int:
     for path in result.written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def check_destinations(output_dir: str, formats: tuple[str, ...], html: bool) -> None:
+    """Refuse, before anything is written, any file or folder collect would write that cannot be written."""
+    from pathlib import Path
+
+    from expmrc.data.io import check_output_path
+    from expmrc.reports.collect_render import REPORTS_DIR
+    from expmrc.reports.collect_runs import OUTPUT_FILES
+
+    kinds = [kind for kind in ("md", "csv", "png") if kind in formats] + (["runs"] if "csv" in formats else [])
+    for kind in kinds + (["html"] if html else []):
+        check_output_path(str(Path(output_dir) / OUTPUT_FILES[kind]), "file")
+    if html:
+        check_output_path(str(Path(output_dir) / REPORTS_DIR), "dir")

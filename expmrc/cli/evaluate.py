@@ -11,7 +11,7 @@ from expmrc.data.datasets import SUBSETS, load_dataset
 from expmrc.data.io import check_output_path, write_text_atomic
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import METRICS, select
-from expmrc.scoring.scorer import Report, coverage_warnings, score_files, signature
+from expmrc.scoring.scorer import Report, coverage_warnings, no_match_problem, score_files, signature
 from expmrc.scoring.stats import Resampling, intervals
 
 _HELP = """\
@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     for dataset_arg, prediction_path in zip(args.pairs[::2], args.pairs[1::2]):
         dataset = load_dataset(dataset_arg, args.subset)
         report = score_files(dataset, prediction_path, select(args.metrics, dataset), answers_only=True)
+        if no_match_problem(report):
+            raise ExpmrcError(no_match_problem(report))
         for line in coverage_warnings(report):
             print(line, file=sys.stderr)
         reports.append(report)

@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from expmrc.data.datasets import load_dataset
     from expmrc.data.io import check_output_path, write_json_atomic
     from expmrc.data.submissions import read_answers
+    from expmrc.errors import ExpmrcError
     from expmrc.evidence.extract import build_method, extract, split_halves
     from expmrc.scoring.scorer import score
 
@@ -59,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
     questions = dataset.questions
     if args.half:
         questions = split_halves(dataset)[0 if args.half == "first" else 1]
+        if not questions:
+            raise ExpmrcError(f"{dataset.path}: --half {args.half} holds no question: the file has a single passage, "
+                              "which the first half takes; drop --half")
     if args.answers:
         answers = read_answers(args.answers, [q.qid for q in questions])
     else:

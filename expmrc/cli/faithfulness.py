@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from expmrc.data.datasets import load_dataset
     from expmrc.data.io import check_output_path, write_json_atomic, write_text_atomic
     from expmrc.decoding.faithfulness_run import run_faithfulness
-    from expmrc.decoding.rerun import FineTuned
+    from expmrc.decoding.rerun import FineTuned, torch_device
     from expmrc.errors import ExpmrcError
 
     if args.max_k < 1:
@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     for path in (args.details, args.output):
         if path:
             check_output_path(path, "file", inputs=[args.dataset])
+    torch_device(args.device)  # a bad --device is one line before any loading
     dataset = load_dataset(args.dataset, args.subset)
     model = FineTuned(args.run_dir, args.device, args.batch_size)
     if model.record.get("select_and_forget"):

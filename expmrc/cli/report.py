@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from expmrc.data.datasets import SUBSETS
+from expmrc.data.datasets import SUBSETS, resolve_dataset_path
+from expmrc.data.io import check_output_path
 from expmrc.errors import ExpmrcError
 from expmrc.reports.html import ANSWER_THRESHOLD, EVIDENCE_THRESHOLD, build_report
 from expmrc.reports.pages import check_output, human_size, write_page
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if len(args.submissions) > 2:
         raise ExpmrcError(f"a report shows one submission or compares two; got {len(args.submissions)}")
     check_output(args.output)
+    check_output_path(args.output, "file", inputs=[resolve_dataset_path(args.dataset), *args.submissions])
     html, submissions = build_report(args.dataset, args.submissions, subset=args.subset, metric_names=args.metrics,
                                      names=args.names, answer_threshold=args.answer_threshold,
                                      evidence_threshold=args.evidence_threshold, title=args.title)

@@ -130,6 +130,9 @@ def load_dataset(path: str, subset: str | None = None) -> Dataset:
             )
     elif subset not in SUBSETS:
         raise ExpmrcError(f"{path}: unknown subset {subset!r}; choose one of {', '.join(SUBSETS)}")
+    elif subset_from_version(version) not in (None, subset):
+        raise ExpmrcError(f"{path}: --subset {subset} contradicts the file's version {version!r}, which is "
+                          f"{subset_from_version(version)}; drop --subset or give the right file")
     if subset in SPAN_SUBSETS:
         questions: list[Question] = list(span_questions(path, doc["data"]))
     else:

@@ -84,12 +84,22 @@ def read_local(source: str, subsets: list[str]) -> dict[str, bytes]:
         raise ExpmrcError(f"{source}: damaged zip archive ({exc}); nothing written") from None
 
 
+def _climbs_out(parts: tuple[str, ...]) -> bool:
+    """Whether a relative entry path goes above where it is unpacked (`a/../../x`), not merely through `..`."""
+    depth = 0
+    for part in parts:
+        depth += -1 if part == ".." else 0 if part == "." else 1
+        if depth < 0:
+            return True
+    return False
+
+
 def _read_zip(source: str, archive: zipfile.ZipFile, subsets: list[str]) -> dict[str, bytes]:
     """The dev sets' bytes from an open archive; every entry that cannot be read is one line naming it."""
     names = archive.namelist()
     for name in names:
         parts = PurePosixPath(name.replace("\\", "/")).parts
-        if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
+        if name.startswith(("/", "\\")) or _climbs_out(parts) or (parts and ":" in parts[0]):
             raise ExpmrcError(f"{source}: zip entry {name!r} would land outside the destination; archive refused")
     found = {}
     for subset in subsets:

@@ -9,6 +9,8 @@ Outputs: `check_output_path` refuses a destination that cannot be written before
 a hidden temporary name beside it (`.NAME.expmrc-tmp-PID`) and rename it into place, so a reader sees
 the old output or the new one, never half of one. The temporary is removed when writing fails or is
 interrupted; one left by a killed process is removed the next time the same output is written.
+Only regular files (or new names) are replaced so: stdout (`-`), a FIFO, a character device or a path that
+leads into /proc (/dev/stdout) is written directly, and a symbolic link to a file keeps its link.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -117,6 +120,50 @@ def _os_reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
+STDOUT = "-"
+
+
+def is_special_output(path: str) -> bool:
+    """True for stdout (`-`) and for a path that is, or leads by symbolic links to, something a rename must
+    not replace: a FIFO, a character or block device, a socket, or anything under /proc (/dev/stdout)."""
+    if path == STDOUT:
+        return True
+    current = path
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        if os.path.abspath(current).startswith("/proc/") and os.path.exists(current):
+            return True
+        if not os.path.islink(current):
+            break
+        current = os.path.join(os.path.dirname(current), os.readlink(current))
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def write_failure(path: str, exc: BaseException) -> ExpmrcError | None:
+    """One line naming `path` for an OS error (a full disk included) or safetensors' own writer error."""
+    if isinstance(exc, OSError):
+        return ExpmrcError(f"{path}: cannot write: {_os_reason(exc)}")
+    if type(exc).__module__.startswith("safetensors") or type(exc).__name__ == "SafetensorError":
+        reason = "No space left on device" if "StorageFull" in str(exc) or "os error 28" in str(exc) else str(exc)
+        return ExpmrcError(f"{path}: cannot write: {one_line_text(reason)}")
+    return None
+
+
+def one_line_text(text: str) -> str:
+    """`text` on one line (a library's multi-line message inside one `error:` line)."""
+    return " ".join(text.split())
+
+
+def _same_file(a: Path, b: str) -> bool:
+    try:
+        return a.resolve() == Path(b).resolve() or (a.exists() and os.path.samefile(a, b))
+    except (OSError, ValueError):
+        return False
+
+
 def check_output_path(path: str, kind: str = "file", inputs: tuple[str, ...] | list[str] = ()) -> Path:
     """Refuse, in one line naming it, an output `path` ("file" or "dir") that could not be written.
 
@@ -129,17 +176,23 @@ def check_output_path(path: str, kind: str = "file", inputs: tuple[str, ...] | l
     if not path or "\0" in path:
         raise ExpmrcError(f"{path!r}: not a usable output path")
     target = Path(path)
+    if kind == "file" and is_special_output(path):  # written directly: no folder to probe
+        if path != STDOUT and any(source and _same_file(target, source) for source in inputs):
+            raise ExpmrcError(f"{path}: is also an input of this command; write the output elsewhere")
+        return target
     if kind == "file" and (path.endswith(("/", os.sep)) or target.name in ("", ".", "..")):
         raise ExpmrcError(f"{path}: names a folder; give a file name for this output")
     try:
+        if target.is_symlink() and not target.exists():
+            raise ExpmrcError(f"{path}: is a broken symbolic link (to {os.readlink(target)}); remove it or give "
+                              "another path")
         if kind == "file" and target.is_dir():
             raise ExpmrcError(f"{path}: is a directory; give a file name for this output")
         if kind == "dir" and target.exists() and not target.is_dir():
             raise ExpmrcError(f"{path}: is a file; give a folder for this output")
         if kind == "file":
-            resolved = target.resolve()
             for source in inputs:
-                if source and Path(source).exists() and Path(source).resolve() == resolved:
+                if source and Path(source).exists() and _same_file(target, source):
                     raise ExpmrcError(f"{path}: is also an input of this command; write the output elsewhere")
         folder = target if kind == "dir" and target.is_dir() else target.parent
         existing = folder
@@ -229,6 +282,11 @@ def atomic_file(path: str) -> Iterator[Path]:
     On any failure or interrupt the temporary is removed and `path` is left as it was.
     """
     target = check_output_path(path, "file")
+    if is_special_output(path):
+        yield Path("/dev/stdout") if path == STDOUT else target
+        return
+    if target.is_symlink():  # replace the file the link names, and keep the link
+        target = Path(os.path.realpath(target))
     _make_parent(target)
     remove_stale_temporaries(target)
     tmp = temporary_name(target)
@@ -236,15 +294,45 @@ def atomic_file(path: str) -> Iterator[Path]:
     try:
         yield tmp
         os.replace(tmp, target)
-    except OSError as exc:
-        raise ExpmrcError(f"{path}: cannot write: {_os_reason(exc)}") from None
+    except Exception as exc:
+        failure = write_failure(path, exc)
+        if failure is None:
+            raise
+        raise failure from None
     finally:
         if tmp.exists() or tmp.is_symlink():
             _remove(tmp)
 
 
+def _is_stdout(path: str) -> bool:
+    """Whether `path` names the very file, pipe or terminal this process's stdout writes to."""
+    try:
+        return os.path.samefile(path, f"/proc/self/fd/{sys.stdout.fileno()}")
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _write_directly(path: str, data: bytes) -> None:
+    """Write to stdout, a FIFO or a device as it is (no temporary: a rename would replace the special file)."""
+    if path == STDOUT or _is_stdout(path):  # /dev/stdout: reopening would truncate a redirected stdout
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    try:
+        with open(path, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        raise ExpmrcError(f"{path}: cannot write: {_os_reason(exc)}") from None
+
+
 def write_bytes_atomic(path: str, data: bytes) -> None:
-    """Write bytes to a temporary file beside `path`, flush them to disk, then rename over `path`."""
+    """Write bytes to a temporary file beside `path`, flush them to disk, then rename over `path` (stdout,
+    FIFOs and devices are written directly)."""
+    if is_special_output(path):
+        check_output_path(path, "file")
+        _write_directly(path, data)
+        return
     with atomic_file(path) as tmp:
         with open(tmp, "wb") as f:
             f.write(data)
@@ -293,8 +381,11 @@ def atomic_directory(path: str, overwrite: bool = False) -> Iterator[Path]:
         if target.exists():
             os.replace(target, old)
         os.replace(staging, target)
-    except OSError as exc:
-        raise ExpmrcError(f"{path}: cannot write folder: {_os_reason(exc)}") from None
+    except Exception as exc:
+        failure = write_failure(path, exc)
+        if failure is None:
+            raise
+        raise ExpmrcError(str(failure).replace(": cannot write:", ": cannot write folder:", 1)) from None
     finally:
         if old.exists() and not target.exists():  # interrupted between the two renames: put the old one back
             try:

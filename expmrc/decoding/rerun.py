@@ -45,19 +45,46 @@ def find_model(path: str) -> tuple[Path, Path | None]:
     raise ExpmrcError(f"{path}: holds no fine-tuned model (neither model/config.json nor config.json); train first")
 
 
+def torch_device(name: str | None) -> torch.device:
+    """The device `--device` names (default: cuda when available, else cpu); one line for a name torch does not
+    know, a device this build or machine lacks, or `meta` (which holds no numbers to predict with)."""
+    if name is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise ExpmrcError(f"--device {name!r}: not a torch device ({' '.join(str(exc).split())[:120]})") from None
+    if device.type == "meta":
+        raise ExpmrcError(f"--device {name!r}: the meta device holds no weights to predict with; use cpu or cuda")
+    if device.type != "cpu":
+        module = getattr(torch, device.type, None)
+        available = getattr(module, "is_available", lambda: False)
+        if not available():
+            raise ExpmrcError(f"--device {name!r}: no {device.type} device is available in this torch build or "
+                              "machine; use cpu")
+        count = getattr(module, "device_count", lambda: 1)()
+        if device.index is not None and device.index >= count:
+            raise ExpmrcError(f"--device {name!r}: this machine has {count} {device.type} device(s)")
+    return device
+
+
 def prediction_settings(record: dict[str, Any], run_dir: Path | None) -> dict[str, Any]:
     """Window and decoding lengths: the run's flags, else the folder's recorded settings, else the defaults."""
     settings = dict(DEFAULTS)
+    origin = dict.fromkeys(DEFAULTS, "the model folder's config.json (expmrc.settings)")
     recorded = record.get("settings")
     if isinstance(recorded, dict):
         settings.update({k: v for k, v in recorded.items() if k in DEFAULTS})
     if run_dir is not None and (run_dir / "run_info.json").is_file():
-        flags = read_json(str(run_dir / "run_info.json"), "run record").get("flags", {})
+        info = read_json(str(run_dir / "run_info.json"), "run record")
+        flags = info.get("flags", {}) if isinstance(info, dict) else {}
         if isinstance(flags, dict):
             settings.update({k: v for k, v in flags.items() if k in DEFAULTS})
+            origin.update(dict.fromkeys((k for k in flags if k in DEFAULTS), str(run_dir / "run_info.json")))
     for key, value in settings.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ExpmrcError(f"the recorded setting {key} is {value!r}, not a whole number of at least 1")
+            raise ExpmrcError(f"{origin[key]}: the recorded setting {key} is {value!r}, not a whole number of "
+                              "at least 1")
     return settings
 
 
@@ -87,7 +114,7 @@ class FineTuned:
         self.token_types = uses_token_types(self.tokenizer, self.model.config)
         self.settings = prediction_settings(record, run_dir)
         self.settings["max_seq_length"] = min(self.settings["max_seq_length"], self.model.usable_length())
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = torch_device(device)
         self.model.to(self.device).eval()
         self.batch_size = batch_size
         self.name = str(folder)

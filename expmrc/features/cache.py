@@ -26,9 +26,9 @@ except ImportError:  # not POSIX: no cross-run lock (a rare double build, still 
     fcntl = None  # type: ignore[assignment]
 
 from safetensors import SafetensorError, safe_open
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import load_file, save
 
-from expmrc.data.io import atomic_file
+from expmrc.data.io import write_bytes_atomic
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import FeatureReport, FeatureTable
 
@@ -115,10 +115,10 @@ def read_cache(path: str, key: str) -> tuple[FeatureTable, FeatureReport] | None
 
 
 def write_cache(path: str, key: str, table: FeatureTable, report: FeatureReport) -> None:
-    """Write a cache file atomically (a temporary file beside it, then a rename)."""
-    with atomic_file(path) as tmp:
-        save_file(table.arrays, str(tmp), metadata={"key": key, "task": table.task,
-                                                    "report": json.dumps(report.as_dict())})
+    """Write a cache file atomically under our own temporary name (safetensors' save_file would write its own
+    `.tmpXXXX` beside it, which a killed run leaves behind and no later run recognises)."""
+    data = save(table.arrays, metadata={"key": key, "task": table.task, "report": json.dumps(report.as_dict())})
+    write_bytes_atomic(path, data)
 
 
 def cached_features(path: str, key: str, build: Callable[[], tuple[FeatureTable, FeatureReport]],

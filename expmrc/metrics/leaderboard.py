@@ -14,10 +14,12 @@ leaderboard's scorer exactly, including its quirks, which are written down in te
 
 from __future__ import annotations
 
+import re
 import string
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 from expmrc.data.datasets import SpanQuestion
 from expmrc.errors import ExpmrcError
@@ -54,10 +56,62 @@ def _nltk_word_tokenize():
     return _word_tokenize
 
 
+# Long runs are tokenized in pieces: NLTK 3.10 bounds every regex call by 5 s (TimeoutError) and some of its
+# patterns are superlinear, so a 5 MB passage would crash. A piece ends at a run of spaces, tabs or newlines
+# with a letter or digit on both sides: no Punkt candidate ([.?!]) can see across it, and no Treebank rule
+# anchored at the start or end of a sentence (quotes, a final period, colon or comma) can fire there, so
+# the pieces' tokens are exactly the whole run's (tests/scoring/test_long_texts.py checks it on the dev sets).
+PIECE_CHARS = 2000
+_SAFE_SPLIT = re.compile(r"(?<=[^\W_])[ \t\r\n]+(?=[^\W_])")
+
+
+def safe_pieces(run: str, size: int | None = None) -> list[str]:
+    """Cut `run` at safe whitespace (see above) into pieces of about `size` (PIECE_CHARS) characters, longer
+    where no safe cut exists; joining their NLTK tokens gives the tokens of the whole run."""
+    size = PIECE_CHARS if size is None else size
+    if len(run) <= size:
+        return [run]
+    pieces, start = [], 0
+    for match in _SAFE_SPLIT.finditer(run, size):
+        if match.start() - start >= size:
+            pieces.append(run[start:match.start()])
+            start = match.end()
+    pieces.append(run[start:])
+    return pieces
+
+
+def _nltk_piece(piece: str) -> list[str]:
+    """NLTK's tokens of one piece. Where NLTK itself gives up (its regex time limit; the leaderboard's script
+    crashes there, so there is no official result to match), Treebank-tokenize whitespace-cut slices without
+    Punkt's sentence split (a sentence-final period then stays on its word), in time linear in the text."""
+    try:
+        return _nltk_word_tokenize()(piece)
+    except TimeoutError:
+        return [token for part in _slices(piece) for token in _nltk_word_tokenize()(part, preserve_line=True)]
+
+
+def _slices(text: str) -> Iterator[str]:
+    """`text`'s words joined by single spaces into slices of at most PIECE_CHARS (a longer word is cut)."""
+    slice_words: list[str] = []
+    length = 0
+    for word in text.split():
+        for start in range(0, len(word), PIECE_CHARS):
+            part = word[start:start + PIECE_CHARS]
+            if length + len(part) > PIECE_CHARS and slice_words:
+                yield " ".join(slice_words)
+                slice_words, length = [], 0
+            slice_words.append(part)
+            length += len(part) + 1
+    if slice_words:
+        yield " ".join(slice_words)
+
+
 @lru_cache(maxsize=1 << 17)
 def word_tokens(run: str) -> tuple[str, ...]:
     """NLTK's tokens of one run of non-CJK text; cached, since passages repeat names and numbers."""
-    return tuple(_nltk_word_tokenize()(run))
+    if len(run) <= PIECE_CHARS:
+        return tuple(_nltk_word_tokenize()(run))
+    return tuple(token for piece in safe_pieces(run) for token in _nltk_piece(piece))
 
 
 def _is_split_char(ch: str) -> bool:

@@ -34,6 +34,7 @@ from safetensors.torch import load_file
 from transformers import AutoConfig, AutoTokenizer, PretrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
+from expmrc.data.io import read_json
 from expmrc.errors import ExpmrcError
 from expmrc.models.configs import build_config
 from expmrc.models.tf_checkpoint import bert_tokenizer_from_vocab, load_tf_bert_state_dict, read_bert_config
@@ -103,11 +104,17 @@ def resolve_source(model_name_or_path: str | None = None, bert_config_file: str 
 def _pretrained(name: str) -> ModelSource:
     """Config and tokenizer of a folder or Hub id; the weights are loaded later by `from_pretrained`."""
     local = Path(name).is_dir()
+    if Path(name).exists() and not local:
+        raise ExpmrcError(f"{name}: is a file, not a model folder (--model_name_or_path takes a folder or a Hub id; "
+                          "a weights file goes to --init_checkpoint)")
     if not local and (not HUB_ID.match(name) or Path(name).exists() or name.startswith((".", "~"))):
         raise ExpmrcError(f"{name}: model folder not found (--model_name_or_path takes a folder or a Hub id)")
+    if local and (Path(name) / "config.json").is_file():  # too deep, NaN, not an object: one line naming it
+        if not isinstance(read_json(str(Path(name) / "config.json"), "model config"), dict):
+            raise ExpmrcError(f"{Path(name) / 'config.json'}: model config must be a JSON object")
     try:
         config = build_config(name, lambda: AutoConfig.from_pretrained(name))
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise ExpmrcError(_load_error(name, local, "config", exc)) from None
     if type(config) not in MODEL_MAPPING:
         raise ExpmrcError(f"{name}: model_type {config.model_type!r} has no encoder in transformers' AutoModel")
@@ -118,10 +125,22 @@ def _pretrained(name: str) -> ModelSource:
     if not getattr(tokenizer, "is_fast", False):
         raise ExpmrcError(f"{name}: its tokenizer ({type(tokenizer).__name__}) has no fast version, so no character "
                           "offsets; answers and evidence cannot be mapped back to the passage")
+    _check_tokenizer(name, tokenizer)
     if local and not any((Path(name) / f).is_file() for f in WEIGHT_FILES) and \
             not any(Path(name).glob("model*.safetensors")):
         raise ExpmrcError(f"{name}: model folder has no {WEIGHT_FILES[0]} (nor {WEIGHT_FILES[1]})")
     return ModelSource(name, config, tokenizer, name)
+
+
+def _check_tokenizer(name: str, tokenizer: Any) -> None:
+    """Refuse a tokenizer with an empty vocabulary (an empty vocab.txt) or one that cannot encode text."""
+    if tokenizer.backend_tokenizer.get_vocab_size(with_added_tokens=False) == 0:
+        raise ExpmrcError(f"{name}: the tokenizer's vocabulary is empty (an empty vocab.txt?), so every word "
+                          "would be unknown")
+    try:
+        tokenizer("The first words.", "Die ersten Wörter.")
+    except Exception as exc:  # the tokenizers library raises a bare Exception for a broken vocabulary
+        raise ExpmrcError(f"{name}: its tokenizer cannot encode text ({' '.join(str(exc).split())[:160]})") from None
 
 
 def _load_error(name: str, local: bool, what: str, exc: Exception) -> str:
@@ -200,13 +219,21 @@ def load_task_model(model_class: type, source: ModelSource) -> tuple[Any, LoadRe
     state = None if folder else source.weights
     try:
         model, info = model_class.from_pretrained(folder, config=source.config, state_dict=state,
-                                                  output_loading_info=True)
+                                                  output_loading_info=True, ignore_mismatched_sizes=True)
     except (OSError, ValueError, RuntimeError) as exc:
         raise ExpmrcError(f"{source.name}: the weights do not fit a {model_class.task} model of this config "
-                          f"({str(exc).strip().splitlines()[0]})") from None
-    if info.get("mismatched_keys"):
-        raise ExpmrcError(f"{source.name}: weights of the wrong shape for this config: "
-                          f"{', '.join(sorted(map(str, info['mismatched_keys']))[:5])}")
+                          f"({' '.join(str(exc).split())[:200]})") from None
+    except Exception as exc:
+        if "safetensor" not in type(exc).__name__.lower():
+            raise
+        raise ExpmrcError(f"{source.name}: cannot read the weights file (truncated or not safetensors? "
+                          f"{' '.join(str(exc).split())[:160]})") from None
+    if info.get("mismatched_keys"):  # (name, shape in the checkpoint, shape the config gives)
+        shown = [f"{k[0]} {tuple(k[1])} in the checkpoint, {tuple(k[2])} in the config" if isinstance(k, tuple)
+                 and len(k) == 3 else str(k) for k in sorted(info["mismatched_keys"], key=str)]
+        raise ExpmrcError(f"{source.name}: the weights do not fit a {model_class.task} model of this config, "
+                          f"{len(shown)} of the wrong shape: "
+                          f"{'; '.join(shown[:3])}" + (f"; and {len(shown) - 3} more" if len(shown) > 3 else ""))
     report = LoadReport(sorted(info.get("missing_keys", ())), sorted(info.get("unexpected_keys", ())), source.note)
     _refuse_layer_mismatch(source, report)
     return model, report

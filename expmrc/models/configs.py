@@ -57,6 +57,11 @@ def check_config(where: str, config: PretrainedConfig) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value)
                                                                                  and 0 <= value < 1):
             raise bad(key, value, "a probability in [0, 1)")
+    for key in ("layer_norm_eps", "initializer_range"):  # a NaN here makes every loss NaN, far from its cause
+        value = getattr(config, key, None)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not (math.isfinite(value) and 0 < value < 1)):
+            raise bad(key, value, "a finite number in (0, 1)")
     activation = getattr(config, "hidden_act", None)
     if isinstance(activation, str) and activation not in ACT2FN:
         raise bad("hidden_act", activation, f"one of transformers' activations ({', '.join(sorted(ACT2FN)[:6])}, ...)")

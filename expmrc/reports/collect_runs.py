@@ -10,6 +10,7 @@ exception. Folders holding only collect's own outputs are not runs.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -114,6 +115,9 @@ class DatasetCache:
             return best
         if not predict_file:
             raise ExpmrcError(f"{run_dir}: run_info.json names no predict_file (pass --data DEV_SET)")
+        if not isinstance(predict_file, str):
+            raise ExpmrcError(f"{os.path.join(run_dir, RUN_INFO)}: predict_file must be a path or a subset name, "
+                              f"got {type(predict_file).__name__} {str(predict_file)[:40]} (pass --data DEV_SET)")
         for candidate in (predict_file, os.path.join(run_dir, predict_file)):
             if os.path.isfile(candidate):
                 return self.load(candidate)
@@ -197,7 +201,15 @@ def read_farm(run_dir: str, questions: int) -> tuple[float | None, str]:
         return None, f"{path}: has no FARM(4) (written with --max_k below 4)"
     if count != questions:
         return None, f"{path}: covers {count} questions, the predictions {questions}, so no FARM(4)"
-    return float(farm[4]), ""
+    return farm_value(path, farm[4]), ""
+
+
+def farm_value(path: str, value: object) -> float:
+    """A recorded FARM(4), refused in one line naming the record unless a finite number in [0, 1] (a ratio)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ExpmrcError(f"{path}: FARM(4) must be a number from 0 to 1, got {json.dumps(value)[:40]}; rewrite it "
+                          "with `expmrc faithfulness`")
+    return float(value)
 
 
 def _settings_problem(info: dict) -> str:

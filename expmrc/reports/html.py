@@ -28,7 +28,7 @@ from expmrc.errors import ExpmrcError
 from expmrc.llm.report import attach_llm_replies
 from expmrc.metrics.registry import Metric, select
 from expmrc.reports.pages import asset, json_value, pyplot, render, svg
-from expmrc.scoring.scorer import Report, score, signature
+from expmrc.scoring.scorer import Report, no_match_problem, score, signature
 from expmrc.scoring.stats import ALPHA, Resampling, compare
 from expmrc.text.locate import Hint, find
 
@@ -63,6 +63,8 @@ def load_submissions(dataset: Dataset, paths: Sequence[str], metrics: list[Metri
     for k, path in enumerate(paths):
         entries = load_submission(path)
         report = score(dataset, entries, path, metrics)
+        if no_match_problem(report):
+            raise ExpmrcError(no_match_problem(report))
         attach_llm_replies(report, path)  # an `expmrc llm` run's replies, shown per question
         predictions = {q.qid: parse_prediction(path, q.qid, entries[q.qid])
                        for q in dataset.questions if q.qid in entries}

@@ -116,7 +116,7 @@ def write_page(path: str, html: str) -> int:
         write_text_atomic(path, html)
     except OSError as exc:
         raise ExpmrcError(f"{path}: cannot write the page: {exc.strerror or exc}") from None
-    return os.path.getsize(path)
+    return len(html.encode("utf-8", "replace"))
 
 
 def human_size(size: int) -> str:

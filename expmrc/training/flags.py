@@ -16,7 +16,7 @@ import argparse
 import math
 from typing import Any
 
-from expmrc.errors import ExpmrcError
+from expmrc.errors import ExpmrcError, warn
 
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {  # the original run_se_mrc.py / run_mc_mrc.py defaults
     "span": {"loss_lambda": 0.1, "task_name": "squad", "max_seq_length": 384},
@@ -29,6 +29,7 @@ IGNORED_FLAGS: dict[str, Any] = {"tpu_name": None, "tpu_zone": None, "gcp_projec
 MAX_EPOCHS = 1000  # far beyond any fine-tuning run; larger values are typos (or inf)
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}
+COUPLING_DEFAULTS = (4.96, 2.02, 3.10)  # --coupling_c1, c2, c3 (docs/coupling.md)
 
 
 def str2bool(value: str | bool) -> bool:
@@ -53,8 +54,9 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     if task not in TASK_DEFAULTS:
         raise ValueError(f"task must be one of {sorted(TASK_DEFAULTS)}")
     defaults = TASK_DEFAULTS[task]
-    parser = argparse.ArgumentParser(prog=prog, description=description,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.cli import OneLineParser  # one-line usage errors, no flag abbreviations
+
+    parser = OneLineParser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
 
     model = parser.add_argument_group("model (either --model_name_or_path, or the original three files)")
     model.add_argument("--model_name_or_path", default=None,
@@ -133,7 +135,7 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     _bool_flag(coupling, "coupling_loss", False,
                "add J = p_a(1-p_e)c1 + (1-p_a)(p_e c2 + (1-p_e)c3) to the loss, unweighted (p_a: the gold answer's "
                "probability, p_e: the pseudo evidence's)")
-    for number, value in enumerate((4.96, 2.02, 3.10), 1):  # c1, c2, c3 (docs/coupling.md)
+    for number, value in enumerate(COUPLING_DEFAULTS, 1):  # c1, c2, c3 (docs/coupling.md)
         coupling.add_argument(f"--coupling_c{number}", type=float, default=value,
                               help=f"c{number} of the coupling regularizer (default {value})")
     _bool_flag(coupling, "select_and_forget", False,
@@ -197,6 +199,11 @@ def check_flags(args: argparse.Namespace) -> None:
         value = getattr(args, name, 0.0)
         if not (math.isfinite(value) and value >= 0):
             raise ExpmrcError(f"--{name} must be a finite number of at least 0, got {value}")
+    changed = [f"--coupling_c{k}" for k, default in enumerate(COUPLING_DEFAULTS, 1)
+               if getattr(args, f"coupling_c{k}", default) != default]
+    if changed and not getattr(args, "coupling_loss", False):
+        warn(f"{', '.join(changed)} given without --coupling_loss True: the coupling regularizer is off, so "
+             "they change nothing")
 
 
 def flag_values(args: argparse.Namespace) -> dict[str, Any]:

@@ -46,7 +46,7 @@ json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_
 
 @st.composite
 def hostile_text(draw) -> bytes:
-    """Valid JSON, and JSON spoiled in the ways the issue lists (and random bytes)."""
+    """Valid JSON, and JSON spoiled in the ways docs/bad-input.md lists (and random bytes)."""
     kind = draw(st.sampled_from(["valid", "deep", "bigint", "nan", "overflow", "surrogate", "truncated", "bytes",
                                  "latin1", "bom", "empty"]))
     value = draw(json_values)

@@ -155,7 +155,7 @@
   function optionsNode(q) {
     const list = el("ol", { class: "options" });
     q.options.forEach((option, k) => {
-      const label = "ABCDEFGHIJ"[k];
+      const label = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[k];
       const item = el("li", { "data-label": label }, label + ". " + option);
       const classes = [];
       if (q.gold.label === label) { classes.push("opt-gold"); item.append(el("span", { class: "badge" }, "gold")); }
