@@ -6,8 +6,9 @@
       model/                 the fine-tuned model (a complete Hugging Face folder)
       checkpoints/step-N/    resumable checkpoints (Accelerator.save_state + expmrc_state.json), removed
                              when the run finishes unless --keep_final_checkpoints True
-      cache/                 feature caches of older runs (now in the shared --cache_dir)
       train_log.jsonl        loss every --logging_steps
+      predict-only/          run_info.json and predictions of a --do_predict run without --do_train into the
+                             folder of a training run, whose own record and predictions are kept
     and with --select_and_forget (expmrc/training/select_forget.py; `model/` is then the selector):
       selected_evidence.json the selector's evidence span chosen for each training question
       answerer/              the fine-tuned answerer, trained on the evidence alone
@@ -33,13 +34,13 @@ RUN_INFO = "run_info.json"
 MODEL_DIR = "model"
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_STATE = "expmrc_state.json"
-CACHE_DIR = "cache"
 LOG_FILE = "train_log.jsonl"
 SELECTION_FILE = "selected_evidence.json"
 ANSWERER_DIR = "answerer"
 ANSWERER_RUN_DIR = "answerer-training"
-OUTPUTS = (RUN_INFO, PREDICTIONS_FILE, NBEST_FILE, MODEL_DIR, CHECKPOINT_DIR, CACHE_DIR, LOG_FILE, SELECTION_FILE,
-           ANSWERER_DIR, ANSWERER_RUN_DIR)
+PREDICT_ONLY_DIR = "predict-only"
+OUTPUTS = (RUN_INFO, PREDICTIONS_FILE, NBEST_FILE, MODEL_DIR, CHECKPOINT_DIR, LOG_FILE, SELECTION_FILE,
+           ANSWERER_DIR, ANSWERER_RUN_DIR, PREDICT_ONLY_DIR)
 
 
 def write_run_info(output_dir: str, info: dict[str, Any]) -> None:
