@@ -159,6 +159,7 @@ class Run:
     token_types: bool = True
     pad_multiple: int = 1
     signature: str = ""
+    previous: dict[str, Any] | None = None  # the run_info.json OUTPUT_DIR held before this run started
 
     @property
     def main(self) -> bool:
@@ -245,7 +246,7 @@ def refuse_other_settings(run: Run, trained: Path) -> None:
     --overwrite_output_dir."""
     if run.args.overwrite_output_dir or not (trained / "config.json").is_file() or already_trained(trained, run.signature):
         return
-    previous = read_run_info(str(run.output)) or {}
+    previous = run.previous or {}
     if previous.get("status") != "finished":
         return
     before = previous.get("flags") if isinstance(previous.get("flags"), dict) else {}
@@ -280,7 +281,8 @@ def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[Run, Dataset 
                             "status": "running", "global_step": 0, "mixed_precision": accelerator.mixed_precision,
                             "precision": precision_record(config, accelerator), "flags": flag_values(args),
                             **coupling_settings(args)}
-    return Run(task, args, settings, output, config, accelerator, info), train_set, predict_set
+    run = Run(task, args, settings, output, config, accelerator, info, previous=read_run_info(str(output)))
+    return run, train_set, predict_set
 
 
 def load_model(run: Run, source: ModelSource, given: set[str]) -> Any:
