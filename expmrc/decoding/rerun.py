@@ -14,16 +14,18 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 
-from expmrc.data.datasets import Question
+from expmrc.data.datasets import Question, SpanQuestion
+from expmrc.decoding.spans import span_probability
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import FeatureTable, WindowDataset, uses_token_types
+from expmrc.metrics.leaderboard import score_tokens
 from expmrc.models.backbones import load_task_model, resolve_source, training_record
 from expmrc.training.loop import predict_items
 from expmrc.training.rundir import MODEL_DIR, read_run_info
@@ -67,11 +69,40 @@ def autocast_for(precision: Any, device: torch.device) -> Callable[[], Any]:
 
 @dataclass
 class Predicted:
-    """What one call to `FineTuned.predict` gives: the submission, the n-best records, and the windows run."""
+    """What one call to `FineTuned.predict` gives: the submission, the n-best records, the windows run, and
+    what p(ŷ) is computed from (the questions, their windows and the model's outputs)."""
 
     predictions: dict[str, dict[str, Any]]
     nbest: dict[str, Any]
     windows: int
+    questions: Sequence[Question] = ()
+    table: FeatureTable | None = None
+    outputs: Sequence[Mapping[str, np.ndarray]] = ()
+    max_answer_length: int = 30
+
+    def answer_probability(self, qid: str, answer: str) -> float | None:
+        """p(ŷ) of answer `answer` to question `qid`: spans, the model's probability of a span whose normalized
+        text is ŷ (`decoding.spans.span_probability`); choice, option ŷ's probability. None for an empty answer."""
+        if not answer:
+            return None
+        index = self._index[qid]
+        question = self.questions[index]
+        if not isinstance(question, SpanQuestion):
+            return next((float(c["probability"]) for c in self.nbest[qid]["answer"] if c["label"] == answer), 0.0)
+        key = score_tokens(answer)
+        if not key or self.table is None:
+            return None
+        windows = self._windows.get(index, [])
+        return span_probability(self.table, windows, self.outputs, question.context,
+                                lambda text: score_tokens(text) == key, self.max_answer_length)
+
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {q.qid: i for i, q in enumerate(self.questions)}
+
+    @cached_property
+    def _windows(self) -> dict[int, list[int]]:
+        return self.table.windows_of() if self.table is not None else {}
 
 
 class FineTuned:
@@ -116,6 +147,7 @@ class FineTuned:
         """Answers and evidence for `questions`: windows, model, decoding on the questions' own passages."""
         table = self.features(questions)
         s = self.settings
-        predictions, nbest = self.spec.decode(questions, table, self.outputs(table), s.n_best_size,
-                                              s.max_answer_length, s.max_evidence_length)
-        return Predicted(predictions, nbest, len(table))
+        outputs = self.outputs(table)
+        predictions, nbest = self.spec.decode(questions, table, outputs, s.n_best_size, s.max_answer_length,
+                                              s.max_evidence_length)
+        return Predicted(predictions, nbest, len(table), questions, table, outputs, s.max_answer_length)
