@@ -28,7 +28,7 @@ from expmrc.features.windows import FeatureTable, WindowDataset, uses_token_type
 from expmrc.metrics.leaderboard import score_tokens
 from expmrc.models.backbones import load_task_model, resolve_source, training_record
 from expmrc.training.loop import predict_items
-from expmrc.training.rundir import MODEL_DIR, read_run_info
+from expmrc.training.rundir import MODEL_DIR, check_schema, read_run_info
 from expmrc.training.tasks import TaskSettings, TaskSpec, task_spec
 
 DEFAULT_BATCH_SIZE = 32  # windows per forward pass when the record names none (the baselines' default)
@@ -53,7 +53,8 @@ def recorded_settings(spec: TaskSpec, record: dict[str, Any], folder: Path, run_
     if "settings" in record:
         return spec.settings_from_record(record["settings"], f"{folder / 'config.json'}")
     info = read_run_info(str(run_dir)) if run_dir is not None else None
-    if info is not None and "settings" in info:
+    if run_dir is not None and info is not None and "settings" in info:
+        check_schema(info, f"{run_dir / 'run_info.json'}")
         return spec.settings_from_record(info["settings"], f"{run_dir / 'run_info.json'}")
     raise ExpmrcError(f"{folder / 'config.json'}: records no window and decoding settings (a model fine-tuned by an "
                       "older version); train it again to predict with it")
@@ -113,6 +114,7 @@ class FineTuned:
         record = training_record(str(folder))
         if "task" not in record:
             raise ExpmrcError(f"{folder}: not a fine-tuned expmrc model (its config.json has no expmrc task record)")
+        check_schema(record, f"{folder / 'config.json'}")
         self.spec = task_spec(record["task"], f"{folder / 'config.json'}")
         self.kind: str = self.spec.kind
         self.record = record

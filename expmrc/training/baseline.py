@@ -34,7 +34,7 @@ from expmrc.training.flags import check_flags, flag_values, ignored_flags
 from expmrc.training.loop import (TrainConfig, checkpoint_steps, make_accelerator, precision_record, predict,
                                   train)
 from expmrc.training.rundir import (ANSWERER_DIR, ANSWERER_RUN_DIR, CHECKPOINT_DIR, MODEL_DIR, PREDICT_ONLY_DIR,
-                                    RUN_INFO, read_run_info, recorded_run)
+                                    RUN_INFO, SCHEMA, check_schema, environment, read_run_info, recorded_run)
 from expmrc.training.select_forget import SelectAndForget, answerer_folder
 from expmrc.training.tasks import TaskSettings, TaskSpec
 
@@ -280,6 +280,7 @@ def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[Run, Dataset 
                             "loss_lambda": float(args.loss_lambda), "rand_seed": int(args.rand_seed),
                             "status": "running", "global_step": 0, "mixed_precision": accelerator.mixed_precision,
                             "precision": precision_record(config, accelerator), "flags": flag_values(args),
+                            "schema": SCHEMA, "environment": environment(accelerator.device.type),
                             **coupling_settings(args)}
     run = Run(task, args, settings, output, config, accelerator, info, previous=read_run_info(str(output)))
     return run, train_set, predict_set
@@ -292,6 +293,7 @@ def load_model(run: Run, source: ModelSource, given: set[str]) -> Any:
     logger.info(f"model {source.name} ({type(model.base_model).__name__}): {report.summary()}")
     run.tokenizer = source.tokenizer
     record = getattr(model.config, "expmrc", None) or {}
+    check_schema(record, f"{source.name}/config.json")
     args, info = run.args, run.info
     if not args.do_train:  # predictions of a fine-tuned model are recorded under the settings that trained it
         run.settings = predict_only_settings(run.task, args, record, f"{source.name}/config.json", given)
@@ -320,7 +322,7 @@ def load_model(run: Run, source: ModelSource, given: set[str]) -> Any:
 def saved_record(run: Run, source: ModelSource) -> dict[str, Any]:
     """What the fine-tuned folder's config.json records about the run that trained it."""
     args = run.args
-    return {"task": run.task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
+    return {"schema": SCHEMA, "task": run.task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
             "base_model": source.name, **coupling_settings(args), "settings": run.settings.as_dict(),
             "mixed_precision": run.accelerator.mixed_precision, "predict_batch_size": args.predict_batch_size,
             "training_signature": run.signature}

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 
 import pytest
+import torch
 
 from expmrc.cli import run_guarded
 from expmrc.data.datasets import load_dataset
 from expmrc.decoding.rerun import FineTuned
 from expmrc.errors import ExpmrcError
 from expmrc.training.choice_task import run_choice
-from expmrc.training.rundir import PREDICT_ONLY_DIR
+from expmrc.training.rundir import PREDICT_ONLY_DIR, SCHEMA
 from expmrc.training.span_task import run_span
 from expmrc.training.tasks import TASKS, TaskSettings
 from helpers.choice_data import choice_file
@@ -124,3 +126,22 @@ def test_settings_are_defined_once_and_recorded_settings_are_checked(tmp_path):
             TASKS["choice"].settings_from_record(bad, "run/model/config.json")
     with pytest.raises(ExpmrcError, match="--max_query_length must be a whole number"):
         TaskSettings.from_args(argparse.Namespace(max_query_length=0))
+
+
+def test_the_run_record_says_its_schema_and_environment_and_a_newer_one_is_refused(runs, tmp_path):
+    out, _, _ = runs["choice"]
+    info = json.loads((out / "run_info.json").read_text(encoding="utf-8"))
+    assert info["schema"] == SCHEMA and info["environment"]["device"] == "cpu"
+    assert torch.__version__.startswith(info["environment"]["packages"]["torch"].split("+")[0])
+    folder = tmp_path / "model"
+    shutil.copytree(out / "model", folder)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config["expmrc"]["schema"] = SCHEMA + 1
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(ExpmrcError, match=f"written by a newer expmrc \\(record schema {SCHEMA + 1}"):
+        FineTuned(str(folder))
+    config["expmrc"]["schema"] = SCHEMA
+    config["expmrc"]["settings"]["max_query_length"] = -3
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(ExpmrcError, match="config.json: the recorded setting max_query_length must be a whole number"):
+        FineTuned(str(folder))
