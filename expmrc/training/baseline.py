@@ -24,7 +24,6 @@ from typing import Any, Callable
 from expmrc.data.datasets import Dataset
 from expmrc.data.io import atomic_directory, check_output_path
 from expmrc.data.submissions import PREDICTIONS_FILE, write_predictions
-from expmrc.decoding.predictions import decode_predictions
 from expmrc.errors import ExpmrcError
 from expmrc.features.cache import cache_key, cached_features, shared_cache_path
 from expmrc.features.windows import FeatureReport, FeatureTable, WindowDataset, uses_token_types
@@ -249,7 +248,8 @@ def refuse_other_settings(run: Run, trained: Path) -> None:
     previous = run.previous or {}
     if previous.get("status") != "finished":
         return
-    before = previous.get("flags") if isinstance(previous.get("flags"), dict) else {}
+    recorded = previous.get("flags")
+    before: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
     now = flag_values(run.args)
     changed = [f"--{k} {before.get(k)!r} -> {now[k]!r}" for k in sorted(now)
                if k not in NOT_TRAINING and k in before and before[k] != now[k]]

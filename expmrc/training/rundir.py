@@ -68,7 +68,7 @@ def git_commit() -> str | None:
 
 def environment(device: str) -> dict[str, Any]:
     """What a run record says about where it ran: package versions, the git commit, the device."""
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)

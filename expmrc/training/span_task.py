@@ -7,6 +7,7 @@ The run itself (check, train, save, predict, decode, write, score, run_info.json
 from __future__ import annotations
 
 import argparse
+
 from expmrc.data.datasets import SPAN_SUBSETS, Dataset, load_dataset, resolve_dataset_path, subset_from_version
 from expmrc.data.io import read_json
 from expmrc.errors import ExpmrcError
