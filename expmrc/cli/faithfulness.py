@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max_k", type=int, default=4, help="largest k of FARM(k), at least 1 (default 4)")
     parser.add_argument("--subset", choices=("squad", "cmrc2018", "race", "c3"),
                         help="the dataset's subset, when its `version` does not say")
-    parser.add_argument("--batch_size", type=int, default=16, help="windows per forward pass (default 16)")
+    parser.add_argument("--batch_size", type=int, default=None,
+                        help="windows per forward pass (default: the run's own --predict_batch_size)")
     parser.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--output", metavar="FILE.json", help="also write the JSON figures to this file")
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_k < 1:
         raise ExpmrcError(f"--max_k must be at least 1, got {args.max_k}")
-    if args.batch_size < 1:
+    if args.batch_size is not None and args.batch_size < 1:
         raise ExpmrcError(f"--batch_size must be at least 1, got {args.batch_size}")
     for path in (args.details, args.output):
         if path:

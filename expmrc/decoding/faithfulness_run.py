@@ -22,7 +22,7 @@ from expmrc.data.datasets import Dataset, Question, SpanQuestion, passage_of
 from expmrc.decoding.rerun import FineTuned, Predicted
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.coupling import option_index
-from expmrc.metrics.faithfulness import (Deletions, Erasure, answer_changed, answer_probability, erasure_figures,
+from expmrc.metrics.faithfulness import (Deletions, Erasure, answer_changed, erasure_figures,
                                          farm, order_facts, up_to)
 from expmrc.metrics.leaderboard import exact_match
 from expmrc.text.sentences import Sentence, split_sentences
@@ -54,16 +54,6 @@ def with_passage(question: Question, qid: str, passage: str) -> Question:
     if isinstance(question, SpanQuestion):
         return replace(question, qid=qid, context=passage, answer_starts=[None] * len(question.answers))
     return replace(question, qid=qid, passage=passage)
-
-
-def own_probability(question: Question, answer: str, nbest: dict[str, Any]) -> float | None:
-    """p(ŷ): spans, the summed probability of the n-best answers whose normalized text is ŷ; choice, the
-    probability of option ŷ. None for an empty answer."""
-    if not answer:
-        return None
-    if isinstance(question, SpanQuestion):
-        return answer_probability([(c["text"], float(c["probability"])) for c in nbest["answer"]], answer)
-    return next((float(c["probability"]) for c in nbest["answer"] if c["label"] == answer), 0.0)
 
 
 def correctness(question: Question, answer: str) -> bool | None:
@@ -135,12 +125,12 @@ def _question_records(question: Question, first: Predicted, edited: Predicted, v
                for group, facts in (("relevant", order.relevant), ("irrelevant", order.irrelevant))}
     deletions = Deletions(qid, len(order.relevant), changes["relevant"], len(order.irrelevant), changes["irrelevant"])
     correct = correctness(question, answer)
-    full = own_probability(question, answer, first.nbest[qid])
+    full = first.answer_probability(qid, answer)
     if full is None:
         erasure = Erasure(qid, None, None, None, correct)
     else:
-        erasure = Erasure(qid, full, own_probability(question, answer, edited.nbest[variants["without"]]),
-                          own_probability(question, answer, edited.nbest[variants["only"]]), correct)
+        erasure = Erasure(qid, full, edited.answer_probability(variants["without"], answer),
+                          edited.answer_probability(variants["only"], answer), correct)
     details = {"id": qid, "answer": answer, "evidence": first.predictions[qid]["evidence"], "correct": correct,
                "relevant_facts": list(order.relevant), "irrelevant_facts": list(order.irrelevant),
                "after_relevant": [after[f"relevant-{j}"] for j in range(1, len(changes["relevant"]) + 1)],

@@ -1,48 +1,51 @@
-"""A fine-tuned model in the loop: load it from a run directory or its folder, and predict any list of questions.
+"""A fine-tuned model outside its training run: load it from a run directory or its folder, and predict any
+list of questions exactly as the run predicted its own.
 
-`expmrc faithfulness` re-predicts passages it edited itself, so it cannot use a feature cache or the
-training loop's multi-process prediction: `FineTuned.predict` builds the windows of the questions it is
-given, runs the model over them in batches on one device and decodes them as the baselines do. The
-lengths the model was trained and decoded with come from the run's run_info.json flags, else from the
-fine-tuned folder's record (`config.json` → `expmrc.settings`), else the baselines' defaults.
+`expmrc faithfulness` re-predicts passages it edited itself, so it builds the windows of the questions it
+is given (no feature cache). Everything else is the run's: the settings come from the fine-tuned folder's
+record (`config.json` → `expmrc.settings`, read by the task layer, `expmrc.training.tasks`), else from
+the run's run_info.json; the windows are built by the task's feature builder, run through the one
+prediction loop (`expmrc.training.loop.predict_items`: longest first, under the run's autocast
+precision, in batches of the run's --predict_batch_size unless told otherwise) and decoded by the
+task's decoder. So a saved run re-predicts its own dev_predictions.json.
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import cached_property, partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 
-from expmrc.data.datasets import Question
-from expmrc.data.io import read_json
-from expmrc.decoding.predictions import decode_predictions
+from expmrc.data.datasets import Question, SpanQuestion
+from expmrc.decoding.spans import span_probability
 from expmrc.errors import ExpmrcError
-from expmrc.features.choice import build_choice_features
-from expmrc.features.span import build_span_features
 from expmrc.features.windows import FeatureTable, WindowDataset, uses_token_types
+from expmrc.metrics.leaderboard import score_tokens
 from expmrc.models.backbones import load_task_model, resolve_source, training_record
-from expmrc.models.choice import ChoiceModel
-from expmrc.models.span import SpanModel
+from expmrc.training.loop import predict_items
+from expmrc.training.rundir import MODEL_DIR, check_schema, read_run_info
+from expmrc.training.tasks import TaskSettings, TaskSpec, task_spec
 
-MODEL_CLASSES = {"span": SpanModel, "choice": ChoiceModel}
-DEFAULTS: dict[str, Any] = {"max_seq_length": 512, "doc_stride": 128, "max_query_length": 128, "max_qa_length": 128,
-                            "n_best_size": 20, "max_answer_length": 30, "max_evidence_length": 128}
+DEFAULT_BATCH_SIZE = 32  # windows per forward pass when the record names none (the baselines' default)
 
 
 def find_model(path: str) -> tuple[Path, Path | None]:
     """The fine-tuned model folder a path names (a run directory's `model/`, or the folder itself) and the
     run directory, if any; one line when there is none."""
     root = Path(path)
-    if (root / "model" / "config.json").is_file():
-        return root / "model", root
+    if (root / MODEL_DIR / "config.json").is_file():
+        return root / MODEL_DIR, root
     if (root / "config.json").is_file():
-        return root, root.parent if (root.parent / "run_info.json").is_file() else None
+        return root, root.parent if read_run_info(str(root.parent)) is not None else None
     if not root.exists():
         raise ExpmrcError(f"{path}: no such run directory or model folder")
-    raise ExpmrcError(f"{path}: holds no fine-tuned model (neither model/config.json nor config.json); train first")
+    raise ExpmrcError(f"{path}: holds no fine-tuned model (neither {MODEL_DIR}/config.json nor config.json); "
+                      "train first")
 
 
 def torch_device(name: str | None) -> torch.device:
@@ -68,87 +71,108 @@ def torch_device(name: str | None) -> torch.device:
     return device
 
 
-def prediction_settings(record: dict[str, Any], run_dir: Path | None) -> dict[str, Any]:
-    """Window and decoding lengths: the run's flags, else the folder's recorded settings, else the defaults."""
-    settings = dict(DEFAULTS)
-    origin = dict.fromkeys(DEFAULTS, "the model folder's config.json (expmrc.settings)")
-    recorded = record.get("settings")
-    if isinstance(recorded, dict):
-        settings.update({k: v for k, v in recorded.items() if k in DEFAULTS})
-    if run_dir is not None and (run_dir / "run_info.json").is_file():
-        info = read_json(str(run_dir / "run_info.json"), "run record")
-        flags = info.get("flags", {}) if isinstance(info, dict) else {}
-        if isinstance(flags, dict):
-            settings.update({k: v for k, v in flags.items() if k in DEFAULTS})
-            origin.update(dict.fromkeys((k for k in flags if k in DEFAULTS), str(run_dir / "run_info.json")))
-    for key, value in settings.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ExpmrcError(f"{origin[key]}: the recorded setting {key} is {value!r}, not a whole number of "
-                              "at least 1")
-    return settings
+def recorded_settings(spec: TaskSpec, record: dict[str, Any], folder: Path, run_dir: Path | None) -> TaskSettings:
+    """The settings the model was trained and decoded with: its folder's record, else its run's run_info.json."""
+    if "settings" in record:
+        return spec.settings_from_record(record["settings"], f"{folder / 'config.json'}")
+    info = read_run_info(str(run_dir)) if run_dir is not None else None
+    if run_dir is not None and info is not None and "settings" in info:
+        check_schema(info, f"{run_dir / 'run_info.json'}")
+        return spec.settings_from_record(info["settings"], f"{run_dir / 'run_info.json'}")
+    raise ExpmrcError(f"{folder / 'config.json'}: records no window and decoding settings (a model fine-tuned by an "
+                      "older version); train it again to predict with it")
+
+
+def autocast_for(precision: Any, device: torch.device) -> Callable[[], Any]:
+    """The autocast context the run predicted under: bf16/fp16 as recorded, FP32 otherwise."""
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(str(precision))
+    if dtype is None or (dtype == torch.float16 and device.type == "cpu"):
+        return nullcontext
+    return partial(torch.autocast, device_type=device.type, dtype=dtype)
 
 
 @dataclass
 class Predicted:
-    """What one call to `FineTuned.predict` gives: the submission, the n-best records, and the windows run."""
+    """What one call to `FineTuned.predict` gives: the submission, the n-best records, the windows run, and
+    what p(ŷ) is computed from (the questions, their windows and the model's outputs)."""
 
     predictions: dict[str, dict[str, Any]]
     nbest: dict[str, Any]
     windows: int
+    questions: Sequence[Question] = ()
+    table: FeatureTable | None = None
+    outputs: Sequence[Mapping[str, np.ndarray]] = ()
+    max_answer_length: int = 30
+
+    def answer_probability(self, qid: str, answer: str) -> float | None:
+        """p(ŷ) of answer `answer` to question `qid`: spans, the model's probability of a span whose normalized
+        text is ŷ (`decoding.spans.span_probability`); choice, option ŷ's probability. None for an empty answer."""
+        if not answer:
+            return None
+        index = self._index[qid]
+        question = self.questions[index]
+        if not isinstance(question, SpanQuestion):
+            return next((float(c["probability"]) for c in self.nbest[qid]["answer"] if c["label"] == answer), 0.0)
+        key = score_tokens(answer)
+        if not key or self.table is None:
+            return None
+        windows = self._windows.get(index, [])
+        return span_probability(self.table, windows, self.outputs, question.context,
+                                lambda text: score_tokens(text) == key, self.max_answer_length)
+
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {q.qid: i for i, q in enumerate(self.questions)}
+
+    @cached_property
+    def _windows(self) -> dict[int, list[int]]:
+        return self.table.windows_of() if self.table is not None else {}
 
 
 class FineTuned:
     """A fine-tuned span or choice model with its tokenizer, settings and device, ready to predict."""
 
-    def __init__(self, path: str, device: str | None = None, batch_size: int = 16) -> None:
+    def __init__(self, path: str, device: str | None = None, batch_size: int | None = None) -> None:
         folder, run_dir = find_model(path)
         record = training_record(str(folder))
-        task = record.get("task")
-        if task not in MODEL_CLASSES:
+        if "task" not in record:
             raise ExpmrcError(f"{folder}: not a fine-tuned expmrc model (its config.json has no expmrc task record)")
-        self.kind: str = task
+        check_schema(record, f"{folder / 'config.json'}")
+        self.spec = task_spec(record["task"], f"{folder / 'config.json'}")
+        self.kind: str = self.spec.kind
         self.record = record
         source = resolve_source(str(folder))
-        self.model, _ = load_task_model(MODEL_CLASSES[task], source)
+        self.model, _ = load_task_model(self.spec.model_class, source)
         self.tokenizer = source.tokenizer
         self.token_types = uses_token_types(self.tokenizer, self.model.config)
-        self.settings = prediction_settings(record, run_dir)
-        self.settings["max_seq_length"] = min(self.settings["max_seq_length"], self.model.usable_length())
+        self.settings = recorded_settings(self.spec, record, folder, run_dir)
+        if self.settings.max_seq_length > self.model.usable_length():
+            raise ExpmrcError(f"{folder / 'config.json'}: the recorded setting max_seq_length "
+                              f"{self.settings.max_seq_length} exceeds the {self.model.usable_length()} positions "
+                              "the model has")
         self.device = torch_device(device)
         self.model.to(self.device).eval()
-        self.batch_size = batch_size
+        self.autocast = autocast_for(record.get("mixed_precision"), self.device)
+        recorded_batch = record.get("predict_batch_size")
+        self.batch_size = batch_size or (recorded_batch if isinstance(recorded_batch, int) and recorded_batch > 0
+                                         else DEFAULT_BATCH_SIZE)
         self.name = str(folder)
 
     def features(self, questions: Sequence[Question]) -> FeatureTable:
         """The prediction windows of `questions` under the model's settings."""
-        s = self.settings
-        if self.kind == "span":
-            table, _ = build_span_features(questions, self.tokenizer, s["max_seq_length"], s["doc_stride"],
-                                           s["max_query_length"], False, self.token_types)
-        else:
-            table, _ = build_choice_features(questions, self.tokenizer, s["max_seq_length"], s["max_qa_length"],
-                                             s["doc_stride"], False, self.token_types)
-        return table
+        return self.spec.features(questions, self.tokenizer, self.settings, False, self.token_types, False)[0]
 
     def outputs(self, table: FeatureTable) -> list[dict[str, np.ndarray]]:
-        """The model's per-window outputs, in batches of windows of similar length."""
-        data = WindowDataset(table, False, self.tokenizer.pad_token_id or 0)
-        order = np.argsort(table.lengths(), kind="stable")
-        results: list[dict[str, np.ndarray]] = [{} for _ in range(len(table))]
-        with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                windows = [int(w) for w in order[start:start + self.batch_size]]
-                batch = {k: v.to(self.device) for k, v in data.batch(windows).items()}
-                arrays = {k: v.float().cpu().numpy() for k, v in self.model(**batch).items() if v.dim() > 0}
-                for j, window in enumerate(windows):
-                    results[window] = {k: v[j] for k, v in arrays.items()}
-        return results
+        """The model's per-window outputs, through the one prediction loop."""
+        data = WindowDataset(table, False, self.tokenizer.pad_token_id or 0, 1, self.settings.max_seq_length)
+        found = predict_items(self.model, data, list(range(len(table))), self.batch_size, self.device, self.autocast)
+        return [found[i] for i in range(len(table))]
 
     def predict(self, questions: Sequence[Question]) -> Predicted:
         """Answers and evidence for `questions`: windows, model, decoding on the questions' own passages."""
         table = self.features(questions)
         s = self.settings
-        predictions, nbest = decode_predictions(questions, table, self.outputs(table), s["n_best_size"],
-                                                s["max_answer_length"], s["max_evidence_length"])
-        return Predicted(predictions, nbest, len(table))
-
+        outputs = self.outputs(table)
+        predictions, nbest = self.spec.decode(questions, table, outputs, s.n_best_size, s.max_answer_length,
+                                              s.max_evidence_length)
+        return Predicted(predictions, nbest, len(table), questions, table, outputs, s.max_answer_length)

@@ -13,7 +13,7 @@ passage by character offsets (surrounding whitespace trimmed), never rebuilt fro
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -42,9 +42,50 @@ def window_spans(table: FeatureTable, window: int, start_logits: np.ndarray, end
     return found
 
 
+PROBABILITY_FLOOR = 1e-15  # spans less probable than this are not looked at: all of a window's add < 1e-10
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    """The softmax of one window's logits over its whole row (masked positions get ~0)."""
+    values = np.asarray(logits, dtype=np.float64)
+    values = np.exp(values - values.max())
+    return values / values.sum()
+
+
+def span_probability(table: FeatureTable, windows: Sequence[int], outputs: Sequence[Mapping[str, np.ndarray]],
+                     passage: str, matches: Callable[[str], bool], max_length: int) -> float:
+    """p(ŷ) of a span answer: the model's probability that the answer is a span whose text `matches` ŷ.
+
+    In each window, p_start and p_end are soft-maxed over the window's own row, and p_start(s)·p_end(e) is
+    summed over every passage span s ≤ e < s + `max_length` whose text matches; never renormalized over
+    the n-best. A question's p(ŷ) is its most confident window's sum (a span two windows share is not
+    counted twice). Spans below `PROBABILITY_FLOOR` are skipped.
+    """
+    best = 0.0
+    for window in windows:
+        offsets, _ = table.passage(window)
+        count, first = len(offsets), int(table.passage_pos[window])
+        if count == 0:
+            continue
+        p_start = _softmax(outputs[window]["start_logits"])[first:first + count]
+        p_end = _softmax(outputs[window]["end_logits"])[first:first + count]
+        total = 0.0
+        for s in np.flatnonzero(p_start * p_end.max() >= PROBABILITY_FLOOR):
+            for e in range(int(s), min(int(s) + max_length, count)):
+                probability = float(p_start[s] * p_end[e])
+                if probability < PROBABILITY_FLOOR:
+                    continue
+                start, end = _trimmed(passage, int(offsets[s][0]), int(offsets[e][1]))
+                if end > start and matches(passage[start:end]):
+                    total += probability
+        best = max(best, total)
+    return best
+
+
 def best_spans(passage: str, candidates: Sequence[tuple[float, int, int]], n_best: int) -> list[dict[str, Any]]:
     """The n-best distinct character spans of a question, best first, with their text and probability
-    (a softmax over the kept scores); ties go to the earlier span."""
+    (a softmax over the kept scores: how they compare, not the model's probability of a span, which is
+    `span_probability`); ties go to the earlier span."""
     by_span: dict[tuple[int, int], float] = {}
     for score, start, end in candidates:
         start, end = _trimmed(passage, start, end)

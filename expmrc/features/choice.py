@@ -1,16 +1,22 @@
-"""Multiple-choice features: per passage window, one row per option, `passage window` + `question and option`
-laid out by the tokenizer's own pair template.
+"""Multiple-choice features: per question, one row per option, `passage` + `question and option` laid out
+by the tokenizer's own pair template, as the original release's run_mc_mrc.py built them.
 
-The question and an option become one text as the original release built it: every `_` of the
-question is replaced by the option (`question.replace("_", option)`, so a blank written as a run of
-underscores repeats the option, as there), and a question without one is followed by the option after
-a space (`qa_text`). The question is first cut after its `max_query_length`-th token (its start
-kept, as the span features cut it; a blank after the cut is lost and the option then follows the
-cut question), and the joined tokens are cut to `max_qa_length` by dropping tokens from their start,
-so the option is kept. The
-passage is tokenized once; windows of `max_seq_length - specials - longest question+option` tokens
-start every `doc_stride` tokens, and the passage tokens sit at the same positions in every option's
-row, where the evidence head reads them (see `expmrc.features.windows`).
+The question and an option become one text as the original did: every `_` of the question is replaced
+by the option (`question.replace("_", option)`, so a blank written as a run of underscores repeats the
+option, as there), and a question without one is followed by the option after a space (`qa_text`).
+That text is tokenized and its LAST `max_query_length` tokens are kept (the option survives a long
+question); there is no separate cut of the question. By default the passage is cut from its end so
+that each option's row fits `max_seq_length` (one window per question, the original's rows exactly:
+a row with a shorter option keeps a few more passage tokens). The evidence head reads the mean of the
+option rows' hidden states, so evidence is labelled and decoded only over the passage tokens every row
+holds (those before the cut of the longest option). With `sliding_windows` a long passage is instead
+cut into windows of `max_seq_length - specials - longest question+option` tokens, `doc_stride` apart,
+the passage at the same positions in every row (see `expmrc.features.windows`).
+
+Departures from the original, on purpose: questions with fewer than four options get no empty rows
+(the original padded with empty options that took part in the softmax); their rows are padded and
+masked out of the softmax (`option_mask`), so an empty option can never be chosen. Tokenization runs
+in batched calls over many questions at once (the fast tokenizer's own parallel path).
 
 Rules for bad input, each counted in the `FeatureReport`:
 - no options: the question gives no window (it is predicted as an empty answer) — `no_options`;
@@ -22,13 +28,13 @@ Rules for bad input, each counted in the `FeatureReport`:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from tqdm import tqdm
 
 from expmrc.data.datasets import LABELS, ChoiceQuestion
 from expmrc.errors import ExpmrcError
-from expmrc.features.span import truncated_question
 from expmrc.features.windows import (IGNORE, FeatureReport, FeatureTable, PairTemplate, TableBuilder,
                                      char_span_to_tokens, count_unknown, max_context, window_label, window_starts)
 from expmrc.text.locate import locate_evidence
@@ -46,77 +52,117 @@ def answer_index(question: ChoiceQuestion) -> int | None:
     return index if 0 <= index < len(question.options) else None
 
 
+CHUNK = 512  # questions tokenized per batched tokenizer call
+
+
 def build_choice_features(questions: Sequence[ChoiceQuestion], tokenizer: Any, max_seq_length: int,
-                          max_qa_length: int, doc_stride: int, is_training: bool, token_types: bool = True,
-                          progress: bool = False, max_query_length: int | None = None) -> tuple[FeatureTable, FeatureReport]:
-    """Window features (with labels when `is_training`) for every question; see the module docstring."""
+                          max_query_length: int, doc_stride: int, is_training: bool, token_types: bool = True,
+                          progress: bool = False, sliding_windows: bool = False) -> tuple[FeatureTable, FeatureReport]:
+    """Option rows (with labels when `is_training`) for every question, in question order; see the module docstring."""
     if not getattr(tokenizer, "is_fast", False):
         raise ExpmrcError("the tokenizer must be a fast tokenizer: character offsets are needed")
     template = PairTemplate.of(tokenizer, token_types)
     report = FeatureReport(questions=len(questions))
     builder = TableBuilder("choice", token_types)
-    unknown = getattr(tokenizer, "unk_token_id", None)
-    passages: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
-    for index, question in enumerate(tqdm(questions, desc="choice windows", unit="question", disable=not progress,
-                                          leave=False)):
-        label = answer_index(question)
-        problem = ("no_options" if not question.options else "bad_answer_label" if label is None
-                   else "empty_passage" if not question.passage.strip() else None)
-        if problem:
-            report.note(problem, question.qid)
-            if is_training or problem == "no_options":
-                if is_training:
-                    report.skipped += 1
-                else:
-                    report.no_window += 1
-                continue
-        if question.passage not in passages:
-            encoded = tokenizer(question.passage, add_special_tokens=False, return_offsets_mapping=True)
-            passages[question.passage] = (list(encoded["input_ids"]), [tuple(o) for o in encoded["offset_mapping"]])
-        passage_ids, offsets = passages[question.passage]
-        text, cut_question = question.question, False
-        if max_query_length is not None:
-            text, _, cut_question = truncated_question(text, tokenizer, max_query_length)
-        qa = [_qa_ids(tokenizer, text, option, max_qa_length) for option in question.options]
-        if cut_question or any(cut for _, cut in qa):
-            report.note("question_truncated", question.qid)
-        capacity = max_seq_length - template.specials - max(len(ids) for ids, _ in qa)
-        if capacity < 1:
-            raise ExpmrcError(f"question {question.qid}: question and option take {max(len(ids) for ids, _ in qa)} "
-                              f"tokens, leaving no room for the passage in --max_seq_length {max_seq_length}; "
-                              "lower --max_qa_length")
-        evidence_tokens = None
-        if is_training:
-            span, status = locate_evidence(question.passage, question.evidences)
-            if status != "found":
-                report.note({"missing": "evidence_missing", "not_found": "evidence_not_found",
-                             "repaired": "evidence_whitespace_repaired"}[status], question.qid)
-            evidence_tokens = None if span is None else char_span_to_tokens(offsets, *span)
-            if span is not None and evidence_tokens is None:
-                report.note("evidence_not_found", question.qid)
-        starts = window_starts(len(passage_ids), capacity, doc_stride)
-        lengths = [min(capacity, len(passage_ids) - start) for start in starts]
-        flags = max_context(starts, lengths, len(passage_ids))
-        if len(starts) > 1:
-            report.multi_window_questions += 1
-        for start, length, window_flags in zip(starts, lengths, flags):
-            window = passage_ids[start:start + length]
-            rows = [template.build(window, ids) for ids, _ in qa]
-            passage_pos, null_pos = len(template.before), template.null_pos(len(window))
-            columns = {"question_index": index, "passage_pos": passage_pos, "null_pos": null_pos,
-                       "labels": IGNORE if label is None else label}
-            if is_training:
-                columns["evidence_start"], columns["evidence_end"] = (
-                    (IGNORE, IGNORE) if evidence_tokens is None
-                    else window_label(evidence_tokens, start, start + length, passage_pos, null_pos))
-            for ids, _ in qa:
-                count_unknown(report, window + ids, unknown)
-            builder.add(rows, offsets[start:start + length], window_flags, **columns)
+    layout = _Layout(template, max_seq_length, max_query_length, doc_stride, sliding_windows,
+                     getattr(tokenizer, "unk_token_id", None))
+    with tqdm(total=len(questions), desc="choice rows", unit="question", disable=not progress, leave=False) as bar:
+        for first in range(0, len(questions), CHUNK):
+            chunk = questions[first:first + CHUNK]
+            passages, qa_ids = _tokenized(tokenizer, chunk)
+            for offset, question in enumerate(chunk):
+                _add_question(builder, report, layout, first + offset, question, passages[question.passage],
+                              qa_ids[offset], is_training)
+            bar.update(len(chunk))
     report.windows = len(builder.window_ptr) - 1
     return builder.build(), report
 
 
-def _qa_ids(tokenizer: Any, question: str, option: str, limit: int) -> tuple[list[int], bool]:
-    """The tokens of question and option (`qa_text`), cut to `limit` from the start; and whether they were cut."""
-    ids = list(tokenizer(qa_text(question, option), add_special_tokens=False)["input_ids"])
-    return (ids[len(ids) - limit:], True) if len(ids) > limit else (ids, False)
+@dataclass(frozen=True)
+class _Layout:
+    """The settings rows are laid out with."""
+
+    template: PairTemplate
+    max_seq_length: int
+    max_query_length: int
+    doc_stride: int
+    sliding_windows: bool
+    unknown: int | None
+
+
+def _tokenized(tokenizer: Any, questions: Sequence[ChoiceQuestion]
+               ) -> tuple[dict[str, tuple[list[int], list[tuple[int, int]]]], list[list[list[int]]]]:
+    """The questions' distinct passages (ids and offsets) and each question's question+option ids, from two
+    batched tokenizer calls."""
+    texts = list(dict.fromkeys(q.passage for q in questions))
+    encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True) if texts else None
+    passages = {text: (list(encoded["input_ids"][i]), [tuple(o) for o in encoded["offset_mapping"][i]])
+                for i, text in enumerate(texts)} if encoded is not None else {}
+    joined = [qa_text(q.question, option) for q in questions for option in q.options]
+    ids = list(tokenizer(joined, add_special_tokens=False)["input_ids"]) if joined else []
+    per_question, at = [], 0
+    for question in questions:
+        per_question.append([list(row) for row in ids[at:at + len(question.options)]])
+        at += len(question.options)
+    return passages, per_question
+
+
+def _add_question(builder: TableBuilder, report: FeatureReport, layout: _Layout, index: int,
+                  question: ChoiceQuestion, passage: tuple[list[int], list[tuple[int, int]]],
+                  qa_ids: list[list[int]], is_training: bool) -> None:
+    """Add the rows of one question's windows to `builder`, counting what it notes in `report`."""
+    label = answer_index(question)
+    problem = ("no_options" if not question.options else "bad_answer_label" if label is None
+               else "empty_passage" if not question.passage.strip() else None)
+    if problem:
+        report.note(problem, question.qid)
+        if is_training or problem == "no_options":
+            if is_training:
+                report.skipped += 1
+            else:
+                report.no_window += 1
+            return
+    passage_ids, offsets = passage
+    if any(len(ids) > layout.max_query_length for ids in qa_ids):
+        report.note("question_truncated", question.qid)
+    qa = [ids[-layout.max_query_length:] for ids in qa_ids]
+    room = [layout.max_seq_length - layout.template.specials - len(ids) for ids in qa]  # passage tokens per row
+    if min(room) < 1:
+        raise ExpmrcError(f"question {question.qid}: question and option take {max(len(ids) for ids in qa)} tokens, "
+                          f"leaving no room for the passage in --max_seq_length {layout.max_seq_length}; "
+                          "lower --max_query_length")
+    evidence_tokens = _evidence_tokens(question, offsets, report) if is_training else None
+    if layout.sliding_windows:
+        starts = window_starts(len(passage_ids), min(room), layout.doc_stride)
+        lengths = [min(min(room), len(passage_ids) - start) for start in starts]
+        flags = max_context(starts, lengths, len(passage_ids))
+    else:  # one window: each row keeps the passage's first tokens that fit beside its own option
+        starts, lengths, flags = [0], [min(min(room), len(passage_ids))], [[True] * min(min(room), len(passage_ids))]
+    if len(starts) > 1:
+        report.multi_window_questions += 1
+    for start, length, window_flags in zip(starts, lengths, flags):
+        cuts = [length] * len(qa) if layout.sliding_windows else [min(r, len(passage_ids)) for r in room]
+        rows = [layout.template.build(passage_ids[start:start + cut], ids) for cut, ids in zip(cuts, qa)]
+        passage_pos, null_pos = len(layout.template.before), layout.template.null_pos(length)
+        columns = {"question_index": index, "passage_pos": passage_pos, "null_pos": null_pos,
+                   "labels": IGNORE if label is None else label}
+        if is_training:
+            columns["evidence_start"], columns["evidence_end"] = (
+                (IGNORE, IGNORE) if evidence_tokens is None
+                else window_label(evidence_tokens, start, start + length, passage_pos, null_pos))
+        for cut, ids in zip(cuts, qa):
+            count_unknown(report, passage_ids[start:start + cut] + ids, layout.unknown)
+        builder.add(rows, offsets[start:start + length], window_flags, **columns)
+
+
+def _evidence_tokens(question: ChoiceQuestion, offsets: Sequence[tuple[int, int]],
+                     report: FeatureReport) -> tuple[int, int] | None:
+    """The passage tokens of a training question's evidence, or None (noted in `report`) when it has none."""
+    span, status = locate_evidence(question.passage, question.evidences)
+    if status != "found":
+        report.note({"missing": "evidence_missing", "not_found": "evidence_not_found",
+                     "repaired": "evidence_whitespace_repaired"}[status], question.qid)
+    tokens = None if span is None else char_span_to_tokens(offsets, *span)
+    if span is not None and tokens is None:
+        report.note("evidence_not_found", question.qid)
+    return tokens

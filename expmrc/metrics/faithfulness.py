@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.leaderboard import score_tokens
@@ -70,22 +70,6 @@ def answer_changed(before: object, after: object, kind: str) -> bool:
     if kind == "choice":
         return before != after
     raise ValueError(f"unknown task kind {kind!r}; choose span or choice")
-
-
-def answer_probability(candidates: Iterable[tuple[str, float]], answer: str) -> float | None:
-    """p(ŷ) of a span answer: the summed start·end probability of the candidate spans whose normalized
-    text is the answer's. None for an empty answer (no scorer tokens), whose probability is undefined.
-
-    Raises ValueError for a probability that is not a finite number in [0, 1].
-    """
-    key = score_tokens(answer)
-    total = 0.0
-    for text, probability in candidates:
-        if not (math.isfinite(probability) and 0.0 <= probability <= 1.0):
-            raise ValueError(f"candidate {text!r} has probability {probability}, not a number in [0, 1]")
-        if key and score_tokens(text) == key:
-            total += probability
-    return total if key else None
 
 
 # --- FARM ------------------------------------------------------------------------------------------

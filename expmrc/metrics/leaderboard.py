@@ -1,7 +1,7 @@
 """The ExpMRC metric: mixed Chinese/English tokenization, normalization and bag-of-tokens F1.
 
 This is the one canonical implementation every number in the project goes through. It follows the
-leaderboard's scorer exactly, including its quirks, which are written down in tests/test_metric.py:
+leaderboard's scorer exactly, including its quirks, which are written down in tests/scoring/test_metric.py:
 
 - Tokenize: strip; every CJK character (U+4E00-U+9FA5) and every element of SPECIAL_TOKENS is a
   token of its own; each maximal run of other characters goes to NLTK's `word_tokenize`. The list

@@ -1,8 +1,11 @@
 """The multiple-choice model: any encoder, one logit per option and an evidence head over the passage.
 
-Each option's row is encoded on its own. The option head pools the row's first token itself (a dense
-layer and tanh, as BERT's pooler does, but trained here, so no architecture needs a pretrained
-pooler) and gives one logit; padded options are masked out of the softmax. The evidence head reads
+Each option's row is encoded on its own. The option head reads the row's pooled first token, as the
+original took BERT's `get_pooled_output()`: the checkpoint's pretrained pooler (BERT, MacBERT, RoBERTa:
+`pooler.dense.*`) where its architecture has one (freshly initialised when the checkpoint lacks its
+weights), else a dense layer and tanh of our own (ELECTRA, DeBERTa); it gives one logit, and padded
+options are masked out of the softmax (the original instead padded to four options with empty texts,
+which took part in it). The evidence head reads
 the mean over the real options of the hidden states — the passage sits at the same positions in
 every row — and gives start/end logits over the passage and its null position. Loss = cross-entropy
 over the options + λ × (start + end cross-entropy) / 2, each through `heads.masked_cross_entropy`,
@@ -22,11 +25,13 @@ class ChoiceModel(TaskModel):
     """Encoder + first-token pooler and option head + start/end evidence head."""
 
     task = "choice"
+    uses_pooler = True
 
     def __init__(self, config: PretrainedConfig) -> None:
         super().__init__(config)
         hidden = config.hidden_size
-        self.pooler = nn.Linear(hidden, hidden)
+        has_pooler = getattr(getattr(self, self.base_model_prefix), "pooler", None) is not None
+        self.pooler = None if has_pooler else nn.Linear(hidden, hidden)  # our own, where the encoder has none
         self.dropout = nn.Dropout(getattr(config, "hidden_dropout_prob", 0.1))
         self.option_head = nn.Linear(hidden, 1)
         self.evidence_head = nn.Linear(hidden, 2)
@@ -41,7 +46,7 @@ class ChoiceModel(TaskModel):
         flat = lambda x: None if x is None else x.reshape(batch * options, length)  # noqa: E731
         hidden = self.encode(flat(input_ids), flat(attention_mask), flat(token_type_ids))
         hidden = hidden.reshape(batch, options, length, -1)
-        pooled = torch.tanh(self.pooler(hidden[:, :, 0]))
+        pooled = self.pool(hidden[:, :, 0])
         option_logits = self.option_head(self.dropout(pooled)).squeeze(-1).float()
         option_logits = option_logits.masked_fill(option_mask == 0, MASKED)
         weights = option_mask.to(hidden.dtype) / option_mask.sum(dim=1, keepdim=True).clamp(min=1).to(hidden.dtype)
@@ -57,3 +62,10 @@ class ChoiceModel(TaskModel):
                 out["loss"] = out["loss"] + coupling_regularizer(p_answer, p_evidence, answered & evidenced,
                                                                  self.coupling)
         return out
+
+    def pool(self, first: torch.Tensor) -> torch.Tensor:
+        """The pooled first tokens [..., hidden]: the encoder's pooler where it has one, else ours."""
+        if self.pooler is not None:
+            return torch.tanh(self.pooler(first))
+        shape = first.shape
+        return self.base_model.pooler(first.reshape(-1, 1, shape[-1])).reshape(shape)

@@ -4,8 +4,9 @@
 RoBERTa, ELECTRA, DeBERTa, ...) under that architecture's own attribute name (`bert`, `roberta`,
 ...), so `from_pretrained` loads a pretrained encoder whether its checkpoint was saved with that
 prefix (from a `*ForMaskedLM`) or without (from `AutoModel`), initialises the task heads the checkpoint
-lacks, and reports what it did; `save_pretrained` writes encoder and heads together. No pooler is
-built: heads read the hidden states themselves.
+lacks, and reports what it did; `save_pretrained` writes encoder and heads together. The encoder's own
+pooler is built only for a task that reads it (`uses_pooler`: multiple choice, as the original took
+BERT's pooled output), so its pretrained `pooler.dense.*` is loaded where the checkpoint has one.
 
 The loss of both tasks goes through `masked_cross_entropy`: the cross-entropy summed over the
 windows that have a label and divided by the number of windows in the batch (the original release's
@@ -46,8 +47,9 @@ def gold_probability(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.
 def coupling_regularizer(p_answer: torch.Tensor, p_evidence: torch.Tensor, valid: torch.Tensor,
                          c: tuple[float, float, float]) -> torch.Tensor:
     """J = p_a(1 - p_e)c1 + (1 - p_a)(p_e c2 + (1 - p_e)c3), summed over valid rows and divided by all rows
-    (as `masked_cross_entropy`): it costs most to answer right from evidence the model does not believe,
-    and to believe evidence while the answer is wrong."""
+    (as `masked_cross_entropy`). With the paper's c1 > c3 > c2 it costs most to answer right from evidence
+    the model does not believe (c1), then to be wrong without believing the evidence (c3); being wrong while
+    believing the evidence costs least (c2)."""
     c1, c2, c3 = c
     penalty = p_answer * (1 - p_evidence) * c1 + (1 - p_answer) * (p_evidence * c2 + (1 - p_evidence) * c3)
     return torch.where(valid, penalty, torch.zeros_like(penalty)).sum() / max(valid.shape[0], 1)
@@ -58,12 +60,14 @@ class TaskModel(PreTrainedModel):
 
     config_class = PretrainedConfig
     task = ""  # "span" or "choice": what a saved folder records and a loaded folder must match
+    uses_pooler = False  # whether the encoder's own pooler (where its architecture has one) is built
 
     def __init__(self, config: PretrainedConfig) -> None:
         super().__init__(config)
         encoder_class = MODEL_MAPPING[type(config)]
         self.base_model_prefix = encoder_class.base_model_prefix
-        kwargs = {"add_pooling_layer": False} if "add_pooling_layer" in inspect.signature(encoder_class).parameters else {}
+        pooling = "add_pooling_layer" in inspect.signature(encoder_class).parameters
+        kwargs = {"add_pooling_layer": self.uses_pooler} if pooling else {}
         setattr(self, self.base_model_prefix, encoder_class(config, **kwargs))
         self.loss_lambda = 0.0
         self.coupling: tuple[float, float, float] | None = None  # c1, c2, c3 when the regularizer is on

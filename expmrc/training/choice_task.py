@@ -7,21 +7,20 @@ The run itself (check, train, save, predict, decode, write, score, run_info.json
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from expmrc.data.datasets import CHOICE_SUBSETS, Dataset, load_dataset, resolve_dataset_path, subset_from_version
 from expmrc.data.io import read_json
 from expmrc.errors import ExpmrcError
-from expmrc.features.choice import build_choice_features
-from expmrc.models.choice import ChoiceModel
 from expmrc.training.baseline import BaselineTask, run_baseline
-from expmrc.training.flags import build_parser
+from expmrc.training.flags import build_parser, str2bool
+from expmrc.training.tasks import TASKS
 
 DESCRIPTION = """\
 Train and run the multiple-choice baseline (RACE+, C3): any encoder with one logit per option from a
-first-token pooling head and an evidence head over the passage, loss = answer loss + loss_lambda *
-evidence loss. Passages longer than one window are cut into windows --doc_stride tokens apart; each
-option keeps its most probable window.
+pooled first token (the checkpoint's own pooler where it has one) and an evidence head over the
+passage, loss = answer loss + loss_lambda * evidence loss. As in the original, question and option are
+joined and their last --max_query_length tokens kept, and the passage is cut from its end to fit one
+window (--sliding_windows True slides over long passages instead).
 
 examples:
   python baseline/run_mc_mrc.py --model_name_or_path hfl/chinese-macbert-base --task_name c3 --do_train True \\
@@ -33,11 +32,12 @@ def choice_parser() -> argparse.ArgumentParser:
     """The shared flags with multiple-choice defaults, plus the choice-only ones."""
     parser = build_parser("choice", prog="run_mc_mrc.py", description=DESCRIPTION)
     choice = parser.add_argument_group("multiple choice")
-    choice.add_argument("--max_qa_length", type=int, default=128,
-                        help="tokens kept of question and option together (default 128)")
-    choice.add_argument("--max_evidence_length", type=int, default=128,
-                        help="longest evidence in tokens when decoding (default 128)")
-    choice.add_argument("--n_best_size", type=int, default=20, help="evidence candidates kept per question (default 20)")
+    choice.add_argument("--sliding_windows", type=str2bool, nargs="?", const=True, default=False, metavar="True|False",
+                        help="cut a long passage into windows --doc_stride tokens apart, each option keeping its most "
+                             "probable window (default False: the original's one window, the passage cut from its end)")
+    # an earlier name: it now means what the original's --max_query_length does (the last tokens of question+option)
+    choice.add_argument("--max_qa_length", type=int, dest="max_query_length", default=argparse.SUPPRESS,
+                        help=argparse.SUPPRESS)
     return parser
 
 
@@ -53,23 +53,7 @@ def load_choice_dataset(path: str, task_name: str) -> Dataset:
     return dataset
 
 
-def choice_features(questions: Any, tokenizer: Any, args: argparse.Namespace, is_training: bool, token_types: bool,
-                    progress: bool) -> Any:
-    """The windows of multiple-choice questions under the flags' lengths."""
-    return build_choice_features(questions, tokenizer, args.max_seq_length, args.max_qa_length, args.doc_stride,
-                                 is_training, token_types, progress, max_query_length=args.max_query_length)
-
-
-CHOICE_TASK = BaselineTask(
-    kind="choice",
-    parser=choice_parser,
-    positive_flags=("max_qa_length", "max_evidence_length", "n_best_size"),
-    load=load_choice_dataset,
-    settings=lambda args: {"max_seq_length": args.max_seq_length, "doc_stride": args.doc_stride,
-                           "max_qa_length": args.max_qa_length, "max_query_length": args.max_query_length},
-    features=choice_features,
-    model_class=ChoiceModel,
-)
+CHOICE_TASK = BaselineTask(spec=TASKS["choice"], parser=choice_parser, load=load_choice_dataset)
 
 
 def run_choice(argv: list[str] | None = None) -> int:

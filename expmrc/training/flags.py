@@ -3,8 +3,9 @@
 Users keep their shell scripts, so every original flag works unchanged, including `True`/`False`
 strings as values (`--do_train=True`, `--do_train True`, or a bare `--do_train`). Defaults are the
 original scripts' own, so an original command line that relies on a default gets the original
-configuration (a few differ per task, `TASK_DEFAULTS`); scripts/run_*.sh pass the paper's settings
-explicitly. `--do_lower_case` defaults to None, "not given": an original vocab.txt is then read
+configuration: the window and decoding lengths come from the task layer's one set of defaults
+(`expmrc.training.tasks.TaskSettings`), the rest per task from `TASK_DEFAULTS`; scripts/run_*.sh pass
+the paper's settings explicitly. `--do_lower_case` defaults to None, "not given": an original vocab.txt is then read
 cased, the original default False, and a Hugging Face tokenizer keeps its own casing
 (`expmrc.models.backbones.resolve_source`). The original TPU-only flags are accepted and ignored
 (`IGNORED_FLAGS`). Task scripts add their own extra flags to the parser.
@@ -17,10 +18,11 @@ import math
 from typing import Any
 
 from expmrc.errors import ExpmrcError, warn
+from expmrc.training.tasks import TASKS
 
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {  # the original run_se_mrc.py / run_mc_mrc.py defaults
-    "span": {"loss_lambda": 0.1, "task_name": "squad", "max_seq_length": 384},
-    "choice": {"loss_lambda": 0.1, "task_name": "race", "max_seq_length": 512},
+    "span": {"loss_lambda": 0.1, "task_name": "squad"},
+    "choice": {"loss_lambda": 0.1, "task_name": "race"},
 }
 # original flags with nothing to do here, and their defaults: a value other than these is logged as ignored
 IGNORED_FLAGS: dict[str, Any] = {"tpu_name": None, "tpu_zone": None, "gcp_project": None, "master": None,
@@ -54,6 +56,7 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     if task not in TASK_DEFAULTS:
         raise ValueError(f"task must be one of {sorted(TASK_DEFAULTS)}")
     defaults = TASK_DEFAULTS[task]
+    settings = TASKS[task].defaults
     from expmrc.cli import OneLineParser  # one-line usage errors, no flag abbreviations
 
     parser = OneLineParser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -77,20 +80,33 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     data.add_argument("--predict_file", default=None, help="data to predict (e.g. an ExpMRC dev set)")
     data.add_argument("--output_dir", required=True, help="run directory: checkpoints, model, predictions, run_info.json")
     data.add_argument("--train_tfrecord", default=None,
-                      help="a feature cache file of its own for --train_file (default: a file in the shared --cache_dir); "
-                           "rebuilt when stale")
+                      help="names a feature cache file (not a TFRecord: the original's name is kept) of its own for "
+                           "--train_file (default: a file in the shared --cache_dir); rebuilt when stale")
     data.add_argument("--predict_tfrecord", default=None,
-                      help="a feature cache file of its own for --predict_file (default: a file in the shared --cache_dir)")
+                      help="names a feature cache file (not a TFRecord: the original's name is kept) of its own for "
+                           "--predict_file (default: a file in the shared --cache_dir); rebuilt when stale")
     _bool_flag(data, "do_train", False, "train on --train_file")
     _bool_flag(data, "do_predict", False, "predict on --predict_file, writing dev_predictions.json and dev_nbest.json")
+    _bool_flag(data, "overwrite_output_dir", False,
+               "train again into an --output_dir whose finished run had other settings (default False: refused)")
+    _bool_flag(data, "allow_unknown_tokens", False,
+               "run even when half or more of the tokens are the tokenizer's unknown token (default False: refused)")
 
     lengths = parser.add_argument_group("lengths")
-    lengths.add_argument("--max_seq_length", type=int, default=defaults["max_seq_length"],
-                         help=f"tokens per input window (default {defaults['max_seq_length']})")
-    lengths.add_argument("--max_query_length", type=int, default=64,
-                         help="question tokens kept, from its start, before the passage is paired (default 64)")
-    lengths.add_argument("--doc_stride", type=int, default=128, help="tokens between window starts (default 128)")
-    lengths.add_argument("--max_answer_length", type=int, default=30, help="longest answer in tokens (default 30)")
+    lengths.add_argument("--max_seq_length", type=int, default=settings.max_seq_length,
+                         help=f"tokens per input window (default {settings.max_seq_length})")
+    query_help = ("question tokens kept, from its start, before the passage is paired" if task == "span" else
+                  "tokens kept of question and option joined, the LAST ones (the option survives)")
+    lengths.add_argument("--max_query_length", type=int, default=settings.max_query_length,
+                         help=f"{query_help} (default {settings.max_query_length})")
+    lengths.add_argument("--doc_stride", type=int, default=settings.doc_stride,
+                         help=f"tokens between window starts (default {settings.doc_stride})")
+    lengths.add_argument("--max_answer_length", type=int, default=settings.max_answer_length,
+                         help=f"longest answer in tokens (default {settings.max_answer_length})")
+    lengths.add_argument("--max_evidence_length", type=int, default=settings.max_evidence_length,
+                         help=f"longest evidence in tokens when decoding (default {settings.max_evidence_length})")
+    lengths.add_argument("--n_best_size", type=int, default=settings.n_best_size,
+                         help=f"candidates kept per question (default {settings.n_best_size})")
 
     opt = parser.add_argument_group("optimization")
     opt.add_argument("--train_batch_size", type=int, default=32,
@@ -175,7 +191,7 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ExpmrcError(f"--per_device_micro_batch must be 0 (automatic) or at least 1, got {args.per_device_micro_batch}")
     positive = ("train_batch_size", "predict_batch_size", "gradient_accumulation_steps", "save_checkpoints_steps",
                 "keep_checkpoints", "logging_steps", "max_seq_length", "doc_stride", "max_answer_length",
-                "max_query_length")
+                "max_query_length", "max_evidence_length", "n_best_size")
     for name in positive:
         if getattr(args, name, 1) < 1:
             raise ExpmrcError(f"--{name} must be at least 1, got {getattr(args, name)}")

@@ -33,7 +33,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 import torch
@@ -400,38 +400,17 @@ def to_device(batch: dict[str, torch.Tensor], device: Any) -> dict[str, torch.Te
 def predict(model: torch.nn.Module, dataset: Batches, batch_size: int, accelerator: Accelerator) -> list[dict[str, np.ndarray]]:
     """The model's per-item outputs (those with a batch dimension) for every item, in order, on every process.
 
-    Each process runs one contiguous share of the items, longest first when the dataset knows its
-    lengths (batches then pad little), and puts the outputs back in item order; outputs along the
-    sequence are cut to the item's own length, so memory grows with real tokens, not padded ones. The
-    shares are gathered and checked so that nothing is duplicated or dropped. `batch_size` is the total
-    over processes.
+    Each process runs one contiguous share of the items (`predict_items`) under the run's autocast
+    precision, and the shares are gathered and checked so that nothing is duplicated or dropped.
+    `batch_size` is the total over processes.
     """
     model = accelerator.unwrap_model(model).to(accelerator.device)
     processes, rank = accelerator.num_processes, accelerator.process_index
     bounds = [len(dataset) * i // processes for i in range(processes + 1)]
-    lengths = dataset_lengths(dataset)
     mine = list(range(bounds[rank], bounds[rank + 1]))
-    if lengths is not None:
-        mine.sort(key=lambda i: (-int(lengths[i]), i))
-    per_process = max(1, batch_size // processes)
-    was_training = model.training
-    model.eval()
-    found: dict[int, dict[str, np.ndarray]] = {}
-    with torch.inference_mode():
-        for start in tqdm(range(0, len(mine), per_process), desc="predicting", unit="batch",
-                          disable=not accelerator.is_local_main_process, dynamic_ncols=True):
-            items = mine[start:start + per_process]
-            batch = dataset.batch(items)
-            padded = batch["input_ids"].shape[-1] if lengths is not None and "input_ids" in batch else None
-            with accelerator.autocast():
-                result = model(**to_device(batch, accelerator.device))
-            arrays = {k: v.float().cpu().numpy() for k, v in result.items()
-                      if k != "loss" and v.dim() > 0 and v.shape[0] == len(items)}
-            for j, item in enumerate(items):
-                found[item] = {k: (v[j][..., :lengths[item]] if padded and v.ndim == 2 and v.shape[-1] == padded
-                                   else v[j]) for k, v in arrays.items()}
-    model.train(was_training)
-    outputs = [found[i] for i in range(bounds[rank], bounds[rank + 1])]
+    found = predict_items(model, dataset, mine, max(1, batch_size // processes), accelerator.device,
+                          accelerator.autocast, accelerator.is_local_main_process)
+    outputs = [found[i] for i in mine]
     if processes == 1:
         return outputs
     gathered = gather_object([(bounds[rank] + j, out) for j, out in enumerate(outputs)])
@@ -439,6 +418,36 @@ def predict(model: torch.nn.Module, dataset: Batches, batch_size: int, accelerat
     if [index for index, _ in gathered] != list(range(len(dataset))):
         raise RuntimeError("predictions gathered across processes do not cover the dataset exactly once")
     return [out for _, out in gathered]
+
+
+def predict_items(model: torch.nn.Module, dataset: Batches, items: list[int], batch_size: int, device: Any,
+                  autocast: Callable[[], Any] = nullcontext, progress: bool = False) -> dict[int, dict[str, np.ndarray]]:
+    """The one prediction loop: the outputs of `items`, run longest first when the dataset knows its lengths
+    (batches then pad little) in batches of `batch_size` under `autocast()`, keyed by item.
+
+    Outputs along the sequence are cut to the item's own length, so memory grows with real tokens, not
+    padded ones. Training's prediction, Select & Forget and every re-prediction of a saved model run here.
+    """
+    lengths = dataset_lengths(dataset)
+    order = sorted(items, key=lambda i: (-int(lengths[i]), i)) if lengths is not None else list(items)
+    was_training = model.training
+    model.eval()
+    found: dict[int, dict[str, np.ndarray]] = {}
+    with torch.inference_mode():
+        for start in tqdm(range(0, len(order), batch_size), desc="predicting", unit="batch", disable=not progress,
+                          dynamic_ncols=True):
+            chunk = order[start:start + batch_size]
+            batch = dataset.batch(chunk)
+            padded = batch["input_ids"].shape[-1] if lengths is not None and "input_ids" in batch else None
+            with autocast():
+                result = model(**to_device(batch, device))
+            arrays = {k: v.float().cpu().numpy() for k, v in result.items()
+                      if k != "loss" and v.dim() > 0 and v.shape[0] == len(chunk)}
+            for j, item in enumerate(chunk):
+                found[item] = {k: (v[j][..., :lengths[item]] if padded and v.ndim == 2 and v.shape[-1] == padded
+                                   else v[j]) for k, v in arrays.items()}
+    model.train(was_training)
+    return found
 
 
 # ---- checkpoints ---------------------------------------------------------------------------------

@@ -6,14 +6,16 @@
       model/                 the fine-tuned model (a complete Hugging Face folder)
       checkpoints/step-N/    resumable checkpoints (Accelerator.save_state + expmrc_state.json), removed
                              when the run finishes unless --keep_final_checkpoints True
-      cache/                 feature caches of older runs (now in the shared --cache_dir)
       train_log.jsonl        loss every --logging_steps
+      predict-only/          run_info.json and predictions of a --do_predict run without --do_train into the
+                             folder of a training run, whose own record and predictions are kept
     and with --select_and_forget (expmrc/training/select_forget.py; `model/` is then the selector):
       selected_evidence.json the selector's evidence span chosen for each training question
       answerer/              the fine-tuned answerer, trained on the evidence alone
       answerer-training/     its checkpoints/ (removed like the selector's) and train_log.jsonl
 
-`run_info.json` says "running" when a run starts, then "finished" (with its global step), "failed"
+`run_info.json` carries `schema` (`SCHEMA`, raised when its meaning changes) and `environment`
+(package versions, the git commit of a checkout, the device), and says "running" when a run starts, then "finished" (with its global step), "failed"
 with the error, or "interrupted" (Ctrl-C or SIGTERM) with the step the same command resumes from. A
 killed run leaves "running" behind. `expmrc collect` trusts only "finished" runs. A rerun that stops
 on an error never rewrites the record of a run that had finished. Only the main process writes.
@@ -21,7 +23,10 @@ on an error never rewrites the record of a run that had finished. Only the main 
 
 from __future__ import annotations
 
+import subprocess
 from contextlib import contextmanager
+from functools import lru_cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -33,13 +38,53 @@ RUN_INFO = "run_info.json"
 MODEL_DIR = "model"
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_STATE = "expmrc_state.json"
-CACHE_DIR = "cache"
 LOG_FILE = "train_log.jsonl"
 SELECTION_FILE = "selected_evidence.json"
 ANSWERER_DIR = "answerer"
 ANSWERER_RUN_DIR = "answerer-training"
-OUTPUTS = (RUN_INFO, PREDICTIONS_FILE, NBEST_FILE, MODEL_DIR, CHECKPOINT_DIR, CACHE_DIR, LOG_FILE, SELECTION_FILE,
-           ANSWERER_DIR, ANSWERER_RUN_DIR)
+PREDICT_ONLY_DIR = "predict-only"
+OUTPUTS = (RUN_INFO, PREDICTIONS_FILE, NBEST_FILE, MODEL_DIR, CHECKPOINT_DIR, LOG_FILE, SELECTION_FILE,
+           ANSWERER_DIR, ANSWERER_RUN_DIR, PREDICT_ONLY_DIR)
+
+
+SCHEMA = 2  # 2: `settings` from the task layer, `schema` and `environment`; 1 (or none): earlier records
+PACKAGES = ("expmrc", "torch", "transformers", "accelerate", "tokenizers", "numpy")
+
+
+@lru_cache(maxsize=1)
+def git_commit() -> str | None:
+    """The commit of the checkout this package runs from, or None outside a git checkout."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and len(commit) == 40 else None
+
+
+def environment(device: str) -> dict[str, Any]:
+    """What a run record says about where it ran: package versions, the git commit, the device."""
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {"packages": versions, "git_commit": git_commit(), "device": device}
+
+
+def check_schema(record: dict[str, Any], where: str) -> None:
+    """One line when a record was written by a newer expmrc (its `schema` above `SCHEMA`) or its schema is no number."""
+    schema = record.get("schema", 1)
+    if isinstance(schema, bool) or not isinstance(schema, int):
+        raise ExpmrcError(f"{where}: the recorded schema is {schema!r}, not a whole number")
+    if schema > SCHEMA:
+        raise ExpmrcError(f"{where}: written by a newer expmrc (record schema {schema}, this one reads up to "
+                          f"{SCHEMA}); upgrade expmrc")
 
 
 def write_run_info(output_dir: str, info: dict[str, Any]) -> None:

@@ -102,7 +102,7 @@ def selection_summary(reasons: Mapping[str, str]) -> dict[str, Any]:
             "teacher_forced_share": round(counts[TEACHER_FORCED] / judged, 6) if judged else None}
 
 
-def read_selection(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+def read_selection(path: Path, key: str) -> dict[str, Any] | None:
     """A selection file written for this selector and training file, else None (missing or stale)."""
     if not path.is_file():
         return None
@@ -124,7 +124,7 @@ class SelectAndForget:
     decoding: tuple[int, int, int]  # n_best_size, max_answer_length, max_evidence_length
 
     def select(self, selector: Any, questions: Sequence[Question], windows: Callable[[], FeatureTable],
-               key: dict[str, Any]) -> tuple[list[Question], dict[str, Any]]:
+               key: str) -> tuple[list[Question], dict[str, Any]]:
         """The evidence-only training questions (the selector's evidence, or the pseudo evidence where it misses
         the answer) and their counts; read back from the selection file when it was written for this selector
         and data."""

@@ -7,15 +7,13 @@ The run itself (check, train, save, predict, decode, write, score, run_info.json
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from expmrc.data.datasets import SPAN_SUBSETS, Dataset, load_dataset, resolve_dataset_path, subset_from_version
 from expmrc.data.io import read_json
 from expmrc.errors import ExpmrcError
-from expmrc.features.span import build_span_features
-from expmrc.models.span import SpanModel
 from expmrc.training.baseline import BaselineTask, run_baseline
 from expmrc.training.flags import build_parser
+from expmrc.training.tasks import TASKS
 
 DESCRIPTION = """\
 Train and run the span-extraction baseline (SQuAD, CMRC 2018): any encoder with an answer head and an
@@ -30,13 +28,8 @@ examples:
 
 
 def span_parser() -> argparse.ArgumentParser:
-    """The shared flags with span-extraction defaults, plus the span-only ones."""
-    parser = build_parser("span", prog="run_se_mrc.py", description=DESCRIPTION)
-    span = parser.add_argument_group("span extraction")
-    span.add_argument("--max_evidence_length", type=int, default=128,
-                      help="longest evidence in tokens when decoding (default 128)")
-    span.add_argument("--n_best_size", type=int, default=20, help="candidates kept per question (default 20)")
-    return parser
+    """The shared flags with span-extraction defaults."""
+    return build_parser("span", prog="run_se_mrc.py", description=DESCRIPTION)
 
 
 def load_span_dataset(path: str, task_name: str) -> Dataset:
@@ -54,23 +47,7 @@ def load_span_dataset(path: str, task_name: str) -> Dataset:
     return load_dataset(path, subset)
 
 
-def span_features(questions: Any, tokenizer: Any, args: argparse.Namespace, is_training: bool, token_types: bool,
-                  progress: bool) -> Any:
-    """The windows of span-extraction questions under the flags' lengths."""
-    return build_span_features(questions, tokenizer, args.max_seq_length, args.doc_stride, args.max_query_length,
-                               is_training, token_types, progress)
-
-
-SPAN_TASK = BaselineTask(
-    kind="span",
-    parser=span_parser,
-    positive_flags=("max_evidence_length", "n_best_size"),
-    load=load_span_dataset,
-    settings=lambda args: {"max_seq_length": args.max_seq_length, "doc_stride": args.doc_stride,
-                           "max_query_length": args.max_query_length},
-    features=span_features,
-    model_class=SpanModel,
-)
+SPAN_TASK = BaselineTask(spec=TASKS["span"], parser=span_parser, load=load_span_dataset)
 
 
 def run_span(argv: list[str] | None = None) -> int:

@@ -8,7 +8,9 @@ import pytest
 
 from expmrc.data.datasets import ChoiceQuestion, SpanQuestion
 from expmrc.decoding.predictions import decode_predictions
-from expmrc.decoding.spans import best_spans, window_spans
+from expmrc.decoding.spans import best_spans, span_probability, window_spans
+from expmrc.metrics.leaderboard import score_tokens
+from helpers.common import needs_punkt
 from expmrc.features.windows import TableBuilder
 
 CONTEXT = "Naïve  Café,  ropu est là."
@@ -135,3 +137,33 @@ def test_evidence_may_start_where_its_window_is_not_the_most_trusted_one():
     assert all(start != 14 for _, start, _ in answer)
     evidence = window_spans(tbl, 0, out["start_logits"], out["end_logits"], 5, 30, trusted_starts=False)
     assert max(evidence)[1:] == (14, 22)  # "ropu est"
+
+
+def same_text(answer):
+    key = score_tokens(answer)
+    return lambda text: score_tokens(text) == key
+
+
+@needs_punkt
+def test_span_probability_is_the_models_not_a_softmax_over_the_nbest():
+    """One candidate left does not make p(ŷ) 1: the null position takes e^20 times the answer's start mass."""
+    tbl = table(((0, 7), None, 0))
+    out = logits(7, {3: 0.0}, {3: 0.0}, base=-10000.0, null=20.0)
+    out["end_logits"][0] = -10000.0  # every end on "ropu"
+    found = window_spans(tbl, 0, out["start_logits"], out["end_logits"], 20, 30)
+    assert best_spans(CONTEXT, found, 20)[0]["probability"] == 1.0  # the n-best softmax: how spans compare
+    p = span_probability(tbl, [0], [out], CONTEXT, same_text("ropu"), 30)
+    assert p == pytest.approx(np.exp(-20.0), rel=1e-6)
+
+
+@needs_punkt
+def test_span_probability_sums_every_span_whose_text_normalizes_to_the_answer():
+    tbl = table(((0, 7), None, 0))
+    out = logits(7, {1: 0.0}, {1: 0.0, 2: 0.0}, base=-10000.0, null=-10000.0)  # "Café" and "Café," share p_end
+    assert span_probability(tbl, [0], [out], CONTEXT, same_text("café"), 30) == pytest.approx(1.0, abs=1e-9)
+    assert span_probability(tbl, [0], [out], CONTEXT, same_text("ropu"), 30) == pytest.approx(0.0, abs=1e-12)
+    assert span_probability(tbl, [0], [out], CONTEXT, same_text("café"), 1) == pytest.approx(0.5, abs=1e-9)
+    # two windows seeing the same span: the most confident window's sum, never counted twice
+    two = table(((0, 7), None, 0), ((0, 7), None, 0))
+    half = logits(7, {1: 0.0}, {1: 0.0, 3: 0.0}, base=-10000.0, null=-10000.0)
+    assert span_probability(two, [0, 1], [out, half], CONTEXT, same_text("café"), 30) == pytest.approx(1.0, abs=1e-9)

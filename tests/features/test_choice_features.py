@@ -67,7 +67,12 @@ def test_blank_filling_as_the_original_release_and_truncation_keeping_the_option
     assert qa_text("It is __.", "a mat") == "It is a mata mat."  # each underscore, as the original replaces
     passage = " ".join(f"w{i}" for i in range(30))  # 30 passage tokens
     q = question("p4-0", passage, "w50 w51 w52 w53 w54 w55", ["w56 w57", "w58"], "B", evidences=["w22 w23 w24"])
-    table, report = build_choice_features([q], tok, 20, 5, 8, is_training=True)
+    one, _ = build_choice_features([q], tok, 20, 5, 8, is_training=True)
+    # by default one window, as the original: the passage cut from its end to 20 - 3 - 5 = 12 tokens; the
+    # evidence (tokens 22..24) lies beyond the cut and points to the null position
+    assert len(one) == 1 and [len(r) for r in rows(one, 0)] == [20, 20]
+    assert (int(one.evidence_start[0]), int(one.evidence_end[0])) == (0, 0)
+    table, report = build_choice_features([q], tok, 20, 5, 8, is_training=True, sliding_windows=True)
     # question + option cut to their last 5 tokens, so the option stays
     first = rows(table, 0)
     assert first[0][-6:] == ids(tok, ["w53", "w54", "w55", "w56", "w57", "[SEP]"])
@@ -86,7 +91,7 @@ def test_blank_filling_as_the_original_release_and_truncation_keeping_the_option
 def test_evidence_longer_than_a_window_points_to_the_null_position(tok):
     passage = " ".join(f"w{i}" for i in range(30))
     q = question("p5-0", passage, "w50", ["w51", "w52"], "A", evidences=[" ".join(f"w{i}" for i in range(2, 20))])
-    table, _ = build_choice_features([q], tok, 16, 4, 4, is_training=True)
+    table, _ = build_choice_features([q], tok, 16, 4, 4, is_training=True, sliding_windows=True)
     assert len(table) > 1 and set(table.evidence_start.tolist()) == {0} and set(table.evidence_end.tolist()) == {0}
 
 
@@ -134,8 +139,10 @@ def test_settings_that_leave_no_room_are_one_clear_error(tok):
     q = question("p8-0", "我们", "猫在哪里", ["上", "不"], "A")
     with pytest.raises(ExpmrcError, match="question p8-0: question and option take 5 tokens, leaving no room"):
         build_choice_features([q], tok, 8, 128, 128, False)
-    table, _ = build_choice_features([q], tok, 8, 4, 128, False)
+    table, _ = build_choice_features([q], tok, 8, 4, 128, False, sliding_windows=True)
     assert [len(table.passage(w)[0]) for w in range(len(table))] == [1, 1]
+    table, _ = build_choice_features([q], tok, 8, 4, 128, False)  # one window: the passage cut to what fits
+    assert [len(table.passage(w)[0]) for w in range(len(table))] == [1]
 
 
 def test_batches_pad_options_and_mask_them(tok):
@@ -155,15 +162,45 @@ def test_batches_pad_options_and_mask_them(tok):
     assert batch["passage_mask"][0].tolist()[:11] == [1] * 9 + [0, 0]  # the null position + 8 passage tokens
 
 
-def test_max_query_length_cuts_the_question_before_the_option_goes_in(tok):
+def test_max_query_length_keeps_the_last_tokens_of_question_and_option_joined(tok):
     passage = " ".join(f"w{i}" for i in range(10))
     blank = question("p5-0", passage, "w50 w51 _ w52 w53 w54", ["w56 w57", "w58"], "A")
     plain = question("p5-1", passage, "w50 w51 w52 w53 w54", ["w56 w57", "w58"], "A")
-    table, report = build_choice_features([blank, plain], tok, 64, 128, 128, is_training=False, max_query_length=3)
-    # the blank lies inside the first 3 tokens: filled in place; the plain question is cut, then the option follows
-    assert rows(table, 0)[0][-5:] == ids(tok, ["w50", "w51", "w56", "w57", "[SEP]"])
-    assert rows(table, 1)[1][-5:] == ids(tok, ["w50", "w51", "w52", "w58", "[SEP]"])
+    table, report = build_choice_features([blank, plain], tok, 64, 3, 128, is_training=False)
+    # no separate cut of the question: the blank is filled first, then the last 3 tokens are kept
+    assert rows(table, 0)[0][-4:] == ids(tok, ["w52", "w53", "w54", "[SEP]"])
+    assert rows(table, 1)[1][-4:] == ids(tok, ["w53", "w54", "w58", "[SEP]"])
     assert report.question_truncated == 2
-    table, report = build_choice_features([blank], tok, 64, 128, 128, is_training=False, max_query_length=64)
+    table, report = build_choice_features([blank], tok, 64, 64, 128, is_training=False)
     assert rows(table, 0)[0][-8:] == ids(tok, ["w50", "w51", "w56", "w57", "w52", "w53", "w54", "[SEP]"])
     assert report.question_truncated == 0
+
+
+def original_rows(tokenizer, question, max_seq_length, max_query_length):
+    """The original run_mc_mrc.py's rows, written out from its rules: the passage's whitespace words
+    tokenized one by one, each option's `question.replace("_", option)` (else "question option") tokenized
+    and cut to its last max_query_length tokens, the passage cut from its end to fit that row beside it,
+    `[CLS] passage [SEP] question+option [SEP]`."""
+    passage = [piece for word in question.passage.split() for piece in tokenizer.tokenize(word)]
+    made = []
+    for option in question.options:
+        joined = question.question.replace("_", option) if "_" in question.question else question.question + " " + option
+        ending = tokenizer.tokenize(joined)[-max_query_length:]
+        context = passage[:max_seq_length - 3 - len(ending)]
+        made.append(tokenizer.convert_tokens_to_ids(["[CLS]", *context, "[SEP]", *ending, "[SEP]"]))
+    return made
+
+
+@pytest.mark.parametrize("subset", ["race", "c3"])
+@pytest.mark.parametrize("lengths", [(384, 64), (128, 64), (64, 16)])
+def test_rows_are_the_original_releases_on_dev_questions(subset, lengths):
+    from helpers.common import dev_set
+    from helpers.tiny_backbones import make_tokenizer
+    from expmrc.data.datasets import load_dataset
+
+    questions = load_dataset(dev_set(subset)).questions[:: 37][:12]
+    bert = make_tokenizer("bert")
+    table, report = build_choice_features(questions, bert, *lengths[:1], lengths[1], 128, is_training=False)
+    assert len(table) == len(questions) and report.multi_window_questions == 0
+    for window, q in enumerate(questions):
+        assert rows(table, window) == original_rows(bert, q, *lengths), q.qid

@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 
 from expmrc.errors import ExpmrcError
 from expmrc.models.backbones import load_task_model, lowercases, resolve_source
+from expmrc.models.choice import ChoiceModel
 from expmrc.models.span import SpanModel
 from expmrc.models.tf_checkpoint import bert_tokenizer_from_vocab, convert_tf_checkpoint, read_vocab
 from helpers.common import FIXTURES
@@ -40,6 +41,18 @@ def test_a_folder_loads_every_encoder_weight_and_reports_leftovers(tiny):
     assert torch.equal(model.bert.embeddings.word_embeddings.weight, stored["bert.embeddings.word_embeddings.weight"])
     assert report.missing == ["answer_head.bias", "answer_head.weight", "evidence_head.bias", "evidence_head.weight"]
     assert report.unused == ["bert.pooler.dense.bias", "bert.pooler.dense.weight"]
+
+
+
+def test_the_choice_model_takes_the_checkpoints_pretrained_pooler(tiny):
+    """As the original took BERT's pooled output: the checkpoint's pooler.dense.* weights, not a fresh layer."""
+    model, report = load_task_model(ChoiceModel, resolve_source(str(tiny)))
+    stored = load_file(str(tiny / "model.safetensors"))
+    assert torch.equal(model.bert.pooler.dense.weight, stored["bert.pooler.dense.weight"])
+    assert model.pooler is None and not report.unused and "bert.pooler.dense.weight" not in report.missing
+    first = torch.randn(2, 3, model.config.hidden_size)
+    assert torch.allclose(model.pool(first), torch.tanh(first @ stored["bert.pooler.dense.weight"].T
+                                                        + stored["bert.pooler.dense.bias"]), atol=1e-6)
 
 
 def test_the_tensorflow_release_is_one_source_among_the_others(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 
 from helpers.common import needs_punkt
 from expmrc.errors import ExpmrcError
-from expmrc.metrics.faithfulness import (Deletions, Erasure, answer_changed, answer_probability, erasure_figures,
+from expmrc.metrics.faithfulness import (Deletions, Erasure, answer_changed, erasure_figures,
                                          farm, order_facts, up_to)
 from expmrc.text.sentences import split_sentences
 
@@ -58,16 +58,6 @@ def test_a_span_answer_changes_when_its_normalized_text_does(before, after, chan
 
 def test_a_choice_answer_changes_when_its_label_does():
     assert answer_changed("A", "A", "choice") is False and answer_changed("A", "C", "choice") is True
-
-
-@needs_punkt
-def test_the_probability_of_a_span_answer_sums_the_spans_with_its_text():
-    candidates = [("Paris", 0.5), ("paris.", 0.2), ("Rome", 0.25)]
-    assert answer_probability(candidates, "Paris") == pytest.approx(0.7)
-    assert answer_probability(candidates, "Lyon") == 0.0
-    assert answer_probability(candidates, "") is None          # an empty answer has no probability
-    with pytest.raises(ValueError, match="not a number in"):
-        answer_probability([("Paris", math.inf)], "Paris")
 
 
 RECORDS = [

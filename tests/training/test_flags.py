@@ -36,15 +36,14 @@ def test_bad_boolean_is_a_usage_error(capsys):
     assert "expected True or False" in capsys.readouterr().err
 
 
-# the defaults of the original release's run_se_mrc.py / run_mc_mrc.py (max_seq_length for the
-# multiple-choice script is not known for certain and stays 512)
+# the defaults of the original release's run_se_mrc.py / run_mc_mrc.py (both 384 tokens per window)
 ORIGINAL_DEFAULTS = {
     "span": {"loss_lambda": 0.1, "num_train_epochs": 3.0, "max_seq_length": 384, "max_query_length": 64,
              "predict_batch_size": 32, "do_lower_case": None, "learning_rate": 3e-5, "doc_stride": 128,
              "train_batch_size": 32, "max_answer_length": 30, "rand_seed": 12345, "save_checkpoints_steps": 1000,
              "use_tpu": False, "iterations_per_loop": 1000, "num_tpu_cores": 8, "verbose_logging": False,
              "tpu_name": None, "tpu_zone": None, "gcp_project": None, "master": None},
-    "choice": {"loss_lambda": 0.1, "num_train_epochs": 3.0, "max_seq_length": 512, "max_query_length": 64,
+    "choice": {"loss_lambda": 0.1, "num_train_epochs": 3.0, "max_seq_length": 384, "max_query_length": 64,
                "predict_batch_size": 32, "do_lower_case": None},
 }
 
@@ -117,7 +116,8 @@ def test_a_run_with_the_original_tpu_flags_logs_one_line_naming_them(tmp_path, c
         "answers": ["B"]}]}, ensure_ascii=False), encoding="utf-8")
     argv = ["--model_name_or_path", str(make_tiny_bert_folder(tmp_path / "bert")), "--do_predict", "--predict_file",
             str(data), "--output_dir", str(tmp_path / "run"), "--max_seq_length=64", "--max_query_length=8",
-            "--iterations_per_loop=100", "--num_tpu_cores=8", "--master=grpc://x", "--verbose_logging=True"]
+            "--iterations_per_loop=100", "--num_tpu_cores=8", "--master=grpc://x", "--verbose_logging=True",
+            "--allow_unknown_tokens=True"]  # the tiny English vocabulary knows no Chinese
     assert run_guarded(run_choice, argv) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if "ignored" in line]
     assert lines == ["ignored (original TPU-era flags, not needed here): --master=grpc://x --iterations_per_loop=100 "

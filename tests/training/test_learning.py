@@ -52,7 +52,8 @@ def run(task, kind, tmp_path, steps, learning_rate):
     def features(dataset, is_training):
         if task == "span":  # passages run to ~90 tokens: many questions span several windows
             return build_span_features(dataset.questions, source.tokenizer, 64, 16, 16, is_training, types)
-        return build_choice_features(dataset.questions, source.tokenizer, 28, 8, 6, is_training, types)
+        return build_choice_features(dataset.questions, source.tokenizer, 28, 8, 6, is_training, types,
+                                     sliding_windows=True)
 
     train_table, report = features(train_set, True)
     assert report.multi_window_questions > 0  # null labels and window combination are exercised

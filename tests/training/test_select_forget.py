@@ -16,6 +16,7 @@ from expmrc.cli import run_guarded
 from expmrc.data.datasets import load_dataset
 from expmrc.metrics.coupling import choice_aggregate, choice_question, span_aggregate, span_question
 from expmrc.training.choice_task import run_choice
+from expmrc.training.rundir import PREDICT_ONLY_DIR
 from expmrc.training.select_forget import DROPPED, SELECTED, TEACHER_FORCED, choose_span, evidence_only
 from expmrc.training.span_task import run_span
 from helpers.choice_data import choice_distractor_file
@@ -163,7 +164,7 @@ def test_span_answers_move_inside_the_selected_evidence(tmp_path):
     forgotten = predictions_of(out)
     # the selector alone, as the plain model it was trained as
     assert run_guarded(run_span, [f for f in flags if f not in ("--do_train", "--select_and_forget")]) == 0
-    plain = predictions_of(out)
+    plain = predictions_of(out / PREDICT_ONLY_DIR)  # predict-only keeps the training run's predictions
     questions = load_dataset(dev).questions
     figures = {}
     for name, predictions in (("plain", plain), ("select and forget", forgotten)):
@@ -194,7 +195,7 @@ def test_choice_answers_come_from_the_selected_evidence(tmp_path):
     assert run_guarded(run_choice, flags) == 0
     forgotten = predictions_of(out)
     assert run_guarded(run_choice, [f for f in flags if f not in ("--do_train", "--select_and_forget")]) == 0
-    plain = predictions_of(out)
+    plain = predictions_of(out / PREDICT_ONLY_DIR)  # predict-only keeps the training run's predictions
     questions = load_dataset(dev).questions
     figures = {}
     for name, predictions in (("plain", plain), ("select and forget", forgotten)):
