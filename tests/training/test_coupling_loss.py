@@ -89,8 +89,10 @@ def loca_after_training(tmp_path, coupling):
 @pytest.mark.learning
 @needs_punkt
 def test_coupling_loss_moves_answers_inside_the_evidence(tmp_path, learning_threads):
-    """MEASURED"""
+    """Measured by scripts/check_flaky.sh on a 2-core AMD EPYC (seed 0): LOCA 26.1 -> 62.9 (+36.8) at 1
+    thread, 26.9 -> 58.6 (+31.7) at 2. Asserts +15: both runs share seed and data, so a J with no effect gives
+    exactly the plain figure (+0)."""
     plain = loca_after_training(tmp_path, None)
     coupled = loca_after_training(tmp_path, C)
     record_figures(plain_LOCA=round(plain, 1), coupled_LOCA=round(coupled, 1))
-    assert coupled >= plain + 20, (plain, coupled)
+    assert coupled >= plain + 15, (plain, coupled)

@@ -74,7 +74,9 @@ def run(task, kind, tmp_path, steps, learning_rate):
 
 @pytest.mark.parametrize("kind", ["bert", "roberta"])
 def test_span_model_learns_answers_and_evidence(kind, tmp_path):
-    """MEASURED"""
+    """Measured by scripts/check_flaky.sh on a 2-core AMD EPYC (seed 0 at 1 and 2 threads): answer 100,
+    evidence 98.3-100 for both backbones; untrained 0.8-4.8 and 5.4-19.5. A span off by one word scores at most
+    67 F1, and a model that learned nothing (learning rate 0) keeps its untrained figures: both fail >= 80."""
     (answer_before, evidence_before), (answer, evidence) = run("span", kind, tmp_path, 800, 3e-3)
     record_figures(answer_before=answer_before, evidence_before=evidence_before, answer=answer, evidence=evidence)
     assert answer_before < 20 and evidence_before < 50
@@ -83,8 +85,11 @@ def test_span_model_learns_answers_and_evidence(kind, tmp_path):
 
 @pytest.mark.parametrize("kind", ["bert", "roberta"])
 def test_choice_model_learns_answers_and_evidence(kind, tmp_path):
-    """MEASURED"""
+    """Measured by scripts/check_flaky.sh on a 2-core AMD EPYC (seed 0, 1 thread): answer 85 (BERT; the
+    figure that failed >= 90 there) and 100 (RoBERTa), evidence 98.3-100; untrained answer 38-45, chance 36 (2-4
+    options). Asserts answer >= 65, evidence >= 80: a model that learned nothing (learning rate 0) or labels
+    shifted by one option stay at or below chance and fail."""
     (answer_before, _), (answer, evidence) = run("choice", kind, tmp_path, 1200, 2e-3)
     record_figures(answer_before=answer_before, answer=answer, evidence=evidence)
     assert answer_before < 60
-    assert answer >= 70 and evidence >= 80, (answer, evidence)
+    assert answer >= 65 and evidence >= 80, (answer, evidence)

