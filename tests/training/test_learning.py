@@ -87,9 +87,10 @@ def test_span_model_learns_answers_and_evidence(kind, tmp_path):
 def test_choice_model_learns_answers_and_evidence(kind, tmp_path):
     """Measured by scripts/check_flaky.sh on a 2-core AMD EPYC (seed 0, 1 thread): answer 85 (BERT; the
     figure that failed >= 90 there) and 100 (RoBERTa), evidence 98.3-100; untrained answer 38-45, chance 36 (2-4
-    options). Asserts answer >= 65, evidence >= 80: a model that learned nothing (learning rate 0) or labels
-    shifted by one option stay at or below chance and fail."""
+    options). Asserts answer >= 70, evidence >= 80: a model that learned nothing (learning rate 0) or labels
+    shifted by one option stay at or below chance and fail, and so does the stall at 65 that 800 steps at 3e-3
+    gave without EXPMRC_DATA (hence 1200 steps at 2e-3)."""
     (answer_before, _), (answer, evidence) = run("choice", kind, tmp_path, 1200, 2e-3)
     record_figures(answer_before=answer_before, answer=answer, evidence=evidence)
     assert answer_before < 60
-    assert answer >= 65 and evidence >= 80, (answer, evidence)
+    assert answer >= 70 and evidence >= 80, (answer, evidence)
