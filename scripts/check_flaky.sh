@@ -9,7 +9,7 @@
 # SEEDS    offsets added to every seed of the learning tests (EXPMRC_TEST_SEED; default "0 1 2", 0 = plain pytest)
 # THREADS  torch threads (EXPMRC_TEST_THREADS; default "1 2", 1 = plain pytest)
 # FIGURES  the JSON-lines file the tests append their figures to (default: a temporary file, removed at the end)
-# Takes about 10 minutes per setting on one core.
+# Takes about 15 minutes per setting at 1 thread on a busy 2-core machine, more at 2 threads.
 set -uo pipefail
 source "$(dirname "$0")/_common.sh"
 cd "$REPO_ROOT" || exit 2
