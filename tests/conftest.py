@@ -8,6 +8,7 @@ import shutil
 import tempfile
 
 import pytest
+from helpers.common import torch_threads
 
 
 def pytest_configure(config):
@@ -33,3 +34,14 @@ def write_json(tmp_path):
             path.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
         return str(path)
     return write
+
+
+@pytest.fixture
+def learning_threads():
+    """Run a learning test on $EXPMRC_TEST_THREADS torch threads (default 1), restoring the count after it."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(torch_threads())
+    yield
+    torch.set_num_threads(before)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,9 +44,41 @@ def official_cmrc2018_dev() -> str:
     return path
 
 
+def _whole_number(name: str, default: int, least: int) -> int:
+    value = os.environ.get(name, "").strip() or str(default)
+    if not value.isdigit() or int(value) < least:
+        raise pytest.UsageError(f"{name} must be a whole number of at least {least}, not {value!r}")
+    return int(value)
+
+
+def seeded(base: int) -> int:
+    """A learning test's seed `base` moved by $EXPMRC_TEST_SEED (default 0), so that scripts/check_flaky.sh can
+    train every learning test from other initial weights and batch orders."""
+    return base + _whole_number("EXPMRC_TEST_SEED", 0, 0)
+
+
+def torch_threads() -> int:
+    """Torch threads for the learning tests and the scripts they run: $EXPMRC_TEST_THREADS, else 1 (the CI machine
+    is small and shared; more threads only contend). Each thread count is another floating-point path."""
+    return _whole_number("EXPMRC_TEST_THREADS", 1, 1)
+
+
+def record_figures(**figures: Any) -> None:
+    """Print a learning test's figures and, when $EXPMRC_TEST_FIGURES names a file, append them to it as a JSON
+    line with the seed offset and thread count (scripts/check_flaky.sh summarises that file)."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
+    print(f"figures: {figures}")
+    path = os.environ.get("EXPMRC_TEST_FIGURES")
+    if path:
+        row = {"test": test, "seed": seeded(0), "threads": torch_threads(), "figures": figures}
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(row) + "\n")
+
+
 def environment() -> dict[str, str]:
-    """The environment the baseline scripts run in under test: one thread, this checkout's expmrc, one process."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    """The environment the baseline scripts run in under test: $EXPMRC_TEST_THREADS threads (default 1), this
+    checkout's expmrc, one process."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(torch_threads()), PYTHONPATH=str(ROOT))
     env.pop("WORLD_SIZE", None)
     return env
 

@@ -1,12 +1,19 @@
 """Learning tests: a tiny encoder trained briefly on generated data gets answers and evidence right, for both
 tasks on BERT and RoBERTa backbones. The proof that templates, labels, losses, windows and decoding line up:
 any off-by-one between them keeps the scores low.
+
+The figures depend on the CPU's floating-point path (a tiny model trained at a high learning rate amplifies
+rounding), so each threshold sits well inside what scripts/check_flaky.sh measured over seeds and thread counts
+(quoted in each test) and far above what a model that learned nothing scores.
 """
 
 from __future__ import annotations
 
 import pytest
-import torch
+from helpers.choice_data import choice_file
+from helpers.common import needs_punkt, record_figures, seeded
+from helpers.span_data import make_span_file
+from helpers.tiny_backbones import tiny_backbone
 
 from expmrc.data.datasets import load_dataset
 from expmrc.decoding.predictions import decode_predictions
@@ -18,19 +25,14 @@ from expmrc.models.choice import ChoiceModel
 from expmrc.models.span import SpanModel
 from expmrc.scoring.scorer import score
 from expmrc.training.loop import TrainConfig, make_accelerator, predict, train
-from helpers.choice_data import choice_file
-from helpers.common import needs_punkt
-from helpers.span_data import make_span_file
-from helpers.tiny_backbones import tiny_backbone
 
-pytestmark = [pytest.mark.slow, needs_punkt]
+pytestmark = [pytest.mark.slow, pytest.mark.learning, needs_punkt, pytest.mark.usefixtures("learning_threads")]
 NAMES = ["salt", "wool", "timber", "market", "school", "bridge", "stone", "morning", "merchant", "road", "town",
          "church", "mill", "harbour", "valley", "forest"]  # answers: words every tiny tokenizer knows whole
 
 
 def run(task, kind, tmp_path, steps, learning_rate):
     """Train on generated training data, predict the generated dev set, and score it as the leaderboard does."""
-    torch.set_num_threads(1)
     if task == "span":
         train_set = load_dataset(str(make_span_file(tmp_path / "train.json", 400, seed=1, max_sentences=10, names=NAMES)))
         dev_set = load_dataset(str(make_span_file(tmp_path / "dev.json", 60, seed=2, max_sentences=10, names=NAMES)))
@@ -38,13 +40,13 @@ def run(task, kind, tmp_path, steps, learning_rate):
         train_set = load_dataset(choice_file(tmp_path / "train.json", 400, seed=1))
         dev_set = load_dataset(choice_file(tmp_path / "dev.json", 60, seed=2))
     config = TrainConfig(output_dir=str(tmp_path / "run"), learning_rate=learning_rate, max_steps=steps,
-                         train_batch_size=16, save_checkpoints_steps=10_000, logging_steps=10_000, seed=1,
+                         train_batch_size=16, save_checkpoints_steps=10_000, logging_steps=10_000, seed=seeded(1),
                          # these sets are smaller than one megabatch, so grouping would sort whole epochs by
                          # length (first and last windows of passages apart); the tiny choice model then
                          # reaches 70-82% instead of 100% in 800 steps. Grouping is tested in test_training.py.
                          group_by_length=False)
     accelerator = make_accelerator(config)
-    source = resolve_source(str(tiny_backbone(kind, hidden=64)))
+    source = resolve_source(str(tiny_backbone(kind, hidden=64, seed=seeded(0))))
     model, _ = load_task_model(SpanModel if task == "span" else ChoiceModel, source)
     model.loss_lambda = 1.0
     types = uses_token_types(source.tokenizer, model.config)
@@ -73,15 +75,23 @@ def run(task, kind, tmp_path, steps, learning_rate):
 
 @pytest.mark.parametrize("kind", ["bert", "roberta"])
 def test_span_model_learns_answers_and_evidence(kind, tmp_path):
+    """Measured by scripts/check_flaky.sh on a 2-core AMD EPYC (seed 0 at 1 and 2 threads): answer 100,
+    evidence 98.3-100 for both backbones; untrained 0.8-4.8 and 5.4-19.5. A span off by one word scores at most
+    67 F1, and a model that learned nothing (learning rate 0) keeps its untrained figures: both fail >= 80."""
     (answer_before, evidence_before), (answer, evidence) = run("span", kind, tmp_path, 800, 3e-3)
+    record_figures(answer_before=answer_before, evidence_before=evidence_before, answer=answer, evidence=evidence)
     assert answer_before < 20 and evidence_before < 50
-    assert answer >= 90 and evidence >= 90, (answer, evidence)
+    assert answer >= 80 and evidence >= 80, (answer, evidence)
 
 
 @pytest.mark.parametrize("kind", ["bert", "roberta"])
 def test_choice_model_learns_answers_and_evidence(kind, tmp_path):
-    # 1200 steps at 2e-3: with the tokenizers trained on the dev sets and with the built-in fallback texts
-    # (no EXPMRC_DATA) alike, both backbones end at 98-100; 800 steps at 3e-3 left one at 65 without the data
+    """Measured by scripts/check_flaky.sh on a 2-core AMD EPYC : BERT answer 85 (seed 0, 1 thread; it failed
+    >= 90 there), 100 (seed 0, 2 threads), 91.7 (seed 1, 2 threads), evidence 100; RoBERTa (seed 0, 1 thread)
+    100 and 98.3; untrained answer 38-45, chance 36 (2-4 options). Asserts answer >= 70, evidence >= 80: a model that learned nothing (learning rate 0) or labels
+    shifted by one option stay at or below chance and fail, and so does the stall at 65 that 800 steps at 3e-3
+    gave without EXPMRC_DATA (hence 1200 steps at 2e-3)."""
     (answer_before, _), (answer, evidence) = run("choice", kind, tmp_path, 1200, 2e-3)
+    record_figures(answer_before=answer_before, answer=answer, evidence=evidence)
     assert answer_before < 60
-    assert answer >= 90 and evidence >= 90, (answer, evidence)
+    assert answer >= 70 and evidence >= 80, (answer, evidence)

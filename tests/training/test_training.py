@@ -9,6 +9,7 @@ import torch
 from safetensors.torch import load_file
 
 from expmrc.errors import ExpmrcError
+from helpers.common import record_figures, seeded
 import numpy as np
 
 from expmrc.training.loop import (MEGABATCH, BatchStream, TrainConfig, batch_indices, checkpoint_steps,
@@ -95,12 +96,16 @@ def test_no_weight_decay_on_biases_and_layer_norm():
     assert len(plain["params"]) == 4  # two biases, LayerNorm weight and bias
 
 
-def test_training_lowers_the_loss_and_logs(tmp_path):
-    cfg = config(tmp_path, max_steps=60, save_checkpoints_steps=100)
+@pytest.mark.learning
+def test_training_lowers_the_loss_and_logs(tmp_path, learning_threads):
+    """Measured by scripts/check_flaky.sh on a 2-core AMD EPYC (seed 0, 1 thread): the loss ends at 0.10 of
+    the targets' variance. Asserts < 0.3; without learning it stays near 1."""
+    cfg = config(tmp_path, max_steps=60, save_checkpoints_steps=100, seed=seeded(3))
     model, accelerator = fresh_run(cfg)
     data = toy_data()
     before = float(data.y.var())
     result = train(model, data, cfg, accelerator)
+    record_figures(loss_ratio=round(result.last_loss / before, 4))
     assert result.global_step == 60 and result.resumed_from == 0
     assert result.last_loss < 0.3 * before
     log = [json.loads(line) for line in (tmp_path / "train_log.jsonl").read_text().splitlines()]
