@@ -14,7 +14,8 @@ The n-best record of a question holds `answer` and `evidence` candidate lists (s
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from collections.abc import Callable
 
 from expmrc.data.datasets import LABELS, ChoiceQuestion, Question, SpanQuestion, gold_option_text
 from expmrc.metrics.leaderboard import score_tokens

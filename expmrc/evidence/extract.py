@@ -8,7 +8,8 @@ that needed a fallback is counted and reported in `Extraction.notes`, never sile
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from tqdm import tqdm
 

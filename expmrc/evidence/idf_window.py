@@ -32,7 +32,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
+from collections.abc import Iterable
 
 from nltk.stem import PorterStemmer
 
@@ -98,7 +98,7 @@ class TermWeights:
     unseen: float
 
     @classmethod
-    def from_passages(cls, texts: Iterable[str], stem: bool) -> "TermWeights":
+    def from_passages(cls, texts: Iterable[str], stem: bool) -> TermWeights:
         """Document frequency counted per sentence (the `refined` rule) over distinct passages."""
         df: Counter = Counter()
         n = 0

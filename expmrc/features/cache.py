@@ -18,7 +18,8 @@ import logging
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 try:
     import fcntl
@@ -89,7 +90,7 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
         serialized = json.dumps(pipeline, sort_keys=True)
     else:
         serialized = json.dumps(sorted(tokenizer.get_vocab().items()))
-    return hashlib.sha256(f"{type(tokenizer).__name__}\n{serialized}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{type(tokenizer).__name__}\n{serialized}".encode()).hexdigest()
 
 
 def cache_key(tokenizer: Any, settings: dict[str, Any], data_file: str) -> str:

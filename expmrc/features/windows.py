@@ -24,7 +24,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -45,7 +46,7 @@ class PairTemplate:
     types: tuple[int, int, int, int, int] | None
 
     @classmethod
-    def of(cls, tokenizer: Any, token_types: bool) -> "PairTemplate":
+    def of(cls, tokenizer: Any, token_types: bool) -> PairTemplate:
         """Read the template off the tokenizer by encoding a pair of one-token texts."""
         encoded = tokenizer("a", "b", add_special_tokens=True, return_token_type_ids=True)
         sequence = encoded.sequence_ids(0) if hasattr(encoded, "sequence_ids") else None
@@ -205,7 +206,7 @@ class FeatureReport:
         return out
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> "FeatureReport":
+    def from_dict(cls, values: dict[str, Any]) -> FeatureReport:
         """The inverse of `as_dict`."""
         return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.leaderboard import score_tokens

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from expmrc import __version__
 from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion, load_dataset, passage_of

@@ -11,7 +11,8 @@ protocol's EM and F1, the same rotation scored with the official CMRC 2018 metri
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from expmrc.data.datasets import Dataset, SpanQuestion
 from expmrc.metrics.cmrc2018 import cmrc2018_exact_match, cmrc2018_f1

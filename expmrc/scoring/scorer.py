@@ -83,9 +83,9 @@ class Report:
     def official(self) -> dict[str, Any]:
         """The leaderboard's JSON object, keys in its order, figures as strings with three decimals."""
         return {
-            "ALL_F1": "%.3f" % self.mean("overall"),
-            "ANS_F1": "%.3f" % self.mean("answer"),
-            "EVI_F1": "%.3f" % self.mean("evidence"),
+            "ALL_F1": "{:.3f}".format(self.mean("overall")),
+            "ANS_F1": "{:.3f}".format(self.mean("answer")),
+            "EVI_F1": "{:.3f}".format(self.mean("evidence")),
             "TOTAL": self.total,
             "SKIP": self.skipped,
             "VERSION": self.version,
