@@ -143,6 +143,6 @@ def cached_features(path: str, key: str, build: Callable[[], tuple[FeatureTable,
         accelerator.wait_for_everyone()
     if not is_main:
         found = read_cache(path, key)
-        if found is None:
-            raise ExpmrcError(f"{path}: feature cache written by the main process cannot be read here")
+    if found is None:  # only on another process: the main one has read or built its features above
+        raise ExpmrcError(f"{path}: feature cache written by the main process cannot be read here")
     return found
