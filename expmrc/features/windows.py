@@ -219,6 +219,23 @@ WINDOW_COLUMNS = {"question_index": 0, "passage_pos": 0, "null_pos": 0, "start_p
 class FeatureTable:
     """Every window of a dataset, column by column (see the module docstring)."""
 
+    # the columns, set from `arrays` (token_type_ids only where the model takes token types)
+    input_ids: np.ndarray
+    token_type_ids: np.ndarray
+    row_ptr: np.ndarray
+    window_ptr: np.ndarray
+    passage_ptr: np.ndarray
+    offsets: np.ndarray
+    max_context: np.ndarray
+    question_index: np.ndarray
+    passage_pos: np.ndarray
+    null_pos: np.ndarray
+    start_positions: np.ndarray
+    end_positions: np.ndarray
+    labels: np.ndarray
+    evidence_start: np.ndarray
+    evidence_end: np.ndarray
+
     def __init__(self, task: str, arrays: dict[str, np.ndarray]) -> None:
         self.task = task
         self.arrays = arrays
@@ -269,7 +286,8 @@ class TableBuilder:
         self.flags: list[np.ndarray] = []
         self.passage_ptr = [0]
 
-    def add(self, rows: Sequence[tuple[Sequence[int], Sequence[int] | None]], offsets: Sequence[Sequence[int]] | np.ndarray,
+    def add(self, rows: Sequence[tuple[Sequence[int] | np.ndarray, Sequence[int] | np.ndarray | None]],
+            offsets: Sequence[Sequence[int]] | np.ndarray,
             flags: Sequence[bool] | np.ndarray, **columns: int) -> None:
         """Add one window: its rows (ids, token types), its passage offsets ([n, 2]) and flags, and its columns."""
         for ids, types in rows:
