@@ -8,7 +8,8 @@ import multiprocessing
 import resource
 import time
 from functools import partial
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import torch
 

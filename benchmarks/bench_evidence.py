@@ -73,16 +73,16 @@ def per_question(method: Method) -> Method:
 
 def method_table(datasets: dict, repeat: int) -> None:
     """Seconds of every evidence method on every dev set, as a Markdown table."""
-    print("evidence methods, gold answers, seconds per dev set (cold caches, best of %d):" % repeat)
+    print(f"evidence methods, gold answers, seconds per dev set (cold caches, best of {repeat}):")
     print("| method | " + " | ".join(SUBSETS) + " |")
     print("| --- |" + " ---: |" * len(SUBSETS))
     for method in METHODS:
         cells = []
-        for subset, dataset in datasets.items():
+        for dataset in datasets.values():
             if method == "answer-sentence" and dataset.kind != "span":
                 cells.append("—")
                 continue
-            seconds = best_of(repeat, lambda: extract(dataset, build_method(method, dataset), progress=False))
+            seconds = best_of(repeat, lambda d=dataset, m=method: extract(d, build_method(m, d), progress=False))
             cells.append(f"{seconds:.2f}")
         print(f"| {method} | " + " | ".join(cells) + " |")
 

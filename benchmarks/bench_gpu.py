@@ -145,7 +145,7 @@ def time_case(task: str, ours: bool, config: Any, args: argparse.Namespace, prec
         model = torch.compile(model, backend=args.compile_backend)
     step = plain_step(model, fixed_batch(task, ours, args.batch, args.seq, device), precision, device)
     seconds = []
-    for i in range(args.warmup + args.steps):
+    for _ in range(args.warmup + args.steps):
         synchronize(device)
         began = time.perf_counter()
         step()
@@ -250,8 +250,9 @@ def epoch_run(args: argparse.Namespace, device: torch.device) -> None:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    listed = lambda choices: lambda text: [x for x in text.split(",") if x in choices or parser.error(
-        f"{x!r} is not one of {', '.join(choices)}")]
+    def listed(choices):
+        return lambda text: [x for x in text.split(",") if x in choices or parser.error(
+            f"{x!r} is not one of {', '.join(choices)}")]
     parser.add_argument("--tiny", action="store_true", help="toy sizes (hidden 64, 2 layers, 64 tokens, 4 sequences): "
                         "checks the script on any machine, CPU included")
     parser.add_argument("--shapes", type=listed(("base", "large")), default=["base", "large"],

@@ -70,7 +70,7 @@ def main() -> None:
         jobs = [(subset, [str(ROOT / "sample_submission" / f"{subset}.json")]) for subset in SUBSETS]
         jobs.append(("squad", [str(ROOT / "sample_submission" / "squad.json"), changed_copy(folder)]))
         pages = []
-        for k, (subset, submissions) in enumerate(jobs):
+        for subset, submissions in jobs:
             name = f"{subset}{'-compare' if len(submissions) > 1 else ''}"
             page = str(folder / f"{name}.html")
             times = []

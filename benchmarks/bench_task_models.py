@@ -99,7 +99,7 @@ def main() -> int:
     for kind in args.backbones.split(","):
         for task in ("span", "choice"):
             loops = [PlainLoop(make_model(kind, task, ours, args),
-                               lambda g, ours=ours: random_batch(kind, task, ours, args, g)) for ours in (True, False)]
+                               lambda g, ours=ours, kind=kind, task=task: random_batch(kind, task, ours, args, g)) for ours in (True, False)]
             ours_s, library_s = interleaved_seconds(loops[0], loops[1], args.steps)
             ours_rate, library_rate = args.batch / statistics.median(ours_s), args.batch / statistics.median(library_s)
             print(f"{kind:<11} {task:<7} {ours_rate:>10.2f} {library_rate:>13.2f} {ours_rate / library_rate:>7.3f}")

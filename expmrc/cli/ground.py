@@ -8,12 +8,12 @@ import sys
 
 from expmrc.text.grounding import FUZZY_THRESHOLD
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Find every evidence (and, on span subsets, every answer) of a submission in its passage, as a
 model's free-form quotes need: verbatim; else after normalization (NFKC, full-/half-width
 punctuation, quote marks and whitespace dropped, case folded), mapped back to exact passage
 offsets; else by fuzzy alignment over word tokens (rapidfuzz), accepted when at least
-{threshold:g}% of the quote's tokens match in order, in runs of two or more. A quote with an ellipsis (..., …, ……) covers its
+{FUZZY_THRESHOLD:g}% of the quote's tokens match in order, in runs of two or more. A quote with an ellipsis (..., …, ……) covers its
 pieces found in order; a framing sentence around a quote (The passage says: "...", 原文写道：“...”)
 is not part of it.
 
@@ -26,7 +26,7 @@ docs/grounding.md has the rules.
 examples:
   expmrc ground squad llm/predictions.json --output llm/grounded.json --details llm/grounding.jsonl
   expmrc ground c3 replies.json --output grounded.json --drop-unverified
-""".format(threshold=FUZZY_THRESHOLD)
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -24,7 +24,8 @@ import stat
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from expmrc.errors import ExpmrcError
 

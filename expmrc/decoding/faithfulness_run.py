@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from tqdm import tqdm
 

@@ -14,7 +14,8 @@ The n-best record of a question holds `answer` and `evidence` candidate lists (s
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -53,12 +54,12 @@ def option_candidates(question: ChoiceQuestion, windows: Sequence[int],
 
 def decode_predictions(questions: Sequence[Question], table: FeatureTable, outputs: Sequence[Mapping[str, np.ndarray]],
                        n_best_size: int, max_answer_length: int,
-                       max_evidence_length: int) -> tuple[dict[str, dict[str, str]], dict[str, Any]]:
+                       max_evidence_length: int) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The submission `{qid: {"answer", "evidence"}}` and the n-best records, both in question order."""
     if len(outputs) != len(table):
         raise ValueError(f"{len(table)} windows but {len(outputs)} model outputs")
     by_question = table.windows_of()
-    predictions: dict[str, dict[str, str]] = {}
+    predictions: dict[str, dict[str, Any]] = {}
     nbest: dict[str, Any] = {}
     for index, question in enumerate(questions):
         windows = by_question.get(index, [])

@@ -13,7 +13,8 @@ passage by character offsets (surrounding whitespace trimmed), never rebuilt fro
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from collections.abc import Callable
 
 from expmrc.data.datasets import LABELS, ChoiceQuestion, Question, SpanQuestion, gold_option_text
 from expmrc.metrics.leaderboard import score_tokens
@@ -204,9 +204,11 @@ def gold_evidence_sentence(passage: Passage, query: Query, max_sentences: int = 
         return None
     references = [Counter(score_tokens(e)) for e in query.gold_evidences]
     sizes = [sum(r.values()) for r in references]
-    best, where = None, (0, 0)
+    best: tuple[float, int] | None = None
+    where = (0, 0)
     for first in range(len(passage.sentences)):
-        counts, length = Counter(), 0
+        counts: Counter[str] = Counter()
+        length = 0
         for last in range(first, min(first + max_sentences, len(passage.sentences))):
             counts.update(passage.counts[last])
             length += len(passage.tokens[last])
@@ -214,6 +216,7 @@ def gold_evidence_sentence(passage: Passage, query: Query, max_sentences: int = 
                          for r, n in zip(references, sizes))
             if best is None or (recall, -length) > best:
                 best, where = (recall, -length), (first, last)
+    assert best is not None  # there is a sentence (checked above), so the loop set it
     return make_evidence(passage, where[0], where[1], best[0])
 
 

@@ -8,11 +8,12 @@ that needed a fallback is counted and reported in `Extraction.notes`, never sile
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from tqdm import tqdm
 
-from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion, passage_of
+from expmrc.data.datasets import LABELS, ChoiceQuestion, Dataset, Question, SpanQuestion, passage_of
 from expmrc.errors import ExpmrcError
 from expmrc.evidence.baselines import (Evidence, Pick, Query, answer_sentence, gold_answer_sentence, gold_evidence_sentence,
                              label_index, make_query, most_similar, most_similar_question, prepare_passage)
@@ -111,6 +112,7 @@ def _queries(questions: list[Question], answers: dict[str, tuple[str, int | None
         try:
             queries[q.qid] = make_query(q, answer, start)
         except ValueError:
+            assert isinstance(q, ChoiceQuestion)  # make_query refuses only a gold label that names no option
             bad.append(f"{q.qid} ({q.answer!r} of {len(q.options)} options)")
     if bad:
         raise ExpmrcError(f"{source}: {len(bad)} question(s) name an option outside their list, "
@@ -150,7 +152,7 @@ def extract(dataset: Dataset, method: Method, answers: dict[str, tuple[str, int 
         if evidence is None:
             none.append(q.qid)
         evidences[q.qid] = evidence
-    notes = []
+    notes: list[str] = []
     _note(notes, empty, "have an empty passage; their evidence is empty")
     if undelimited:
         notes.append(f"{len(undelimited)} passage(s) have no sentence delimiter; each is one sentence")
@@ -173,7 +175,8 @@ def _note(notes: list[str], qids: list[str], what: str) -> None:
 def split_halves(dataset: Dataset) -> tuple[list[Question], list[Question]]:
     """The questions of the first and second half of the passages, in file order (the protocol for
     choosing settings without overfitting: choose on the first, report on the second)."""
-    key: Callable[[Question], Any] = (lambda q: q.context) if dataset.kind == "span" else (lambda q: q.passage_id)
+    # q.context for span questions, q.passage_id for multiple choice: the dataset's kind picks the one that exists
+    key: Callable[[Any], Any] = (lambda q: q.context) if dataset.kind == "span" else (lambda q: q.passage_id)
     order = list(dict.fromkeys(key(q) for q in dataset.questions))
     first = set(order[:(len(order) + 1) // 2])
     return ([q for q in dataset.questions if key(q) in first], [q for q in dataset.questions if key(q) not in first])

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
+from collections.abc import Iterable
 
 from nltk.stem import PorterStemmer
 
@@ -98,7 +98,7 @@ class TermWeights:
     unseen: float
 
     @classmethod
-    def from_passages(cls, texts: Iterable[str], stem: bool) -> "TermWeights":
+    def from_passages(cls, texts: Iterable[str], stem: bool) -> TermWeights:
         """Document frequency counted per sentence (the `refined` rule) over distinct passages."""
         df: Counter = Counter()
         n = 0
@@ -170,7 +170,7 @@ class IdfWindow:
         for option terms no distractor has), times the term's weight."""
         s = self.settings
         distractors = {t for i, o in enumerate(query.options) if i != query.answer_index for t in terms(o, s.stem)}
-        key: Counter = Counter()
+        key: defaultdict[str, float] = defaultdict(float)
         for t in terms(query.question, s.stem):
             key[t] += s.question_weight * self.forms.get(t, 1.0)
         for t in terms(query.answer_text, s.stem):
@@ -218,7 +218,7 @@ class IdfWindow:
         question_mass = sum(question.values())
         n = len(sentence_terms)
         runs = self._runs(n)
-        dense = self._dense(passage, runs, query) if self.encoder else {}
+        dense = self._dense(passage, runs, query)
         quotes = quoted_phrases(query.question) if s.quote_bonus else []
         quoted = [any(p.search(x.text) for p in quotes) for x in passage.sentences]
         best = (-math.inf, 0, 0)
@@ -249,7 +249,10 @@ class IdfWindow:
             f"{query.question} {query.answer_text}"]
 
     def _dense(self, passage: Passage, runs: list[tuple[int, int]], query: Query) -> dict[tuple[int, int], float]:
-        """(first, last) -> cosine similarity of the run's text and question + option text."""
+        """(first, last) -> cosine similarity of the run's text and question + option text (none without the
+        dense term)."""
+        if self.encoder is None:
+            return {}
         vectors = self.encoder.encode(self._dense_texts(passage, runs, query))
         return dict(zip(runs, (vectors[:-1] @ vectors[-1]).tolist()))
 
@@ -284,6 +287,7 @@ class IdfWindow:
                 value = self.score(Counter(terms(passage.text[a:b], s.stem)), key, key_mass, weigh)
                 if best is None or value > best[0]:
                     best = (value, a, b)
+        assert best is not None  # the span holding the text is always a candidate
         value, a, b = best
         text = passage.text[a:b]
         a += len(text) - len(text.lstrip())  # a clause cut may leave a space before the text

@@ -172,6 +172,7 @@ NO_OVERLAP = "shares no token with any sentence"
 
 def pseudo_evidence(question: Question, settings: Settings, language: str) -> tuple[str | None, int, str]:
     """(evidence text or None, run length, why not labelled or NO_OVERLAP when the first sentence is given)."""
+    answer: str | None
     if isinstance(question, SpanQuestion):
         passage_text, answer = question.context, str(question.answers[0])
     else:
@@ -180,10 +181,10 @@ def pseudo_evidence(question: Question, settings: Settings, language: str) -> tu
             return None, 0, f"gold label {question.answer!r} names none of the {len(question.options)} options"
     if settings.normalized:
         passage = _normalized_passage(passage_text, settings.sentences, language)
-        if not passage.sentences:
-            return None, 0, "empty passage"
         evidence = best_run(passage, score_tokens(question.question) + score_tokens(answer),
                             settings.max_sentences, settings.margin or 0.0)
+        if evidence is None:  # the passage has no sentence
+            return None, 0, "empty passage"
     else:
         evidence = earliest_best_run(passage_text, tokenize(question.question + answer), settings.sentences,
                                      language, settings.max_sentences)

@@ -18,7 +18,8 @@ import logging
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 try:
     import fcntl
@@ -89,7 +90,7 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
         serialized = json.dumps(pipeline, sort_keys=True)
     else:
         serialized = json.dumps(sorted(tokenizer.get_vocab().items()))
-    return hashlib.sha256(f"{type(tokenizer).__name__}\n{serialized}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{type(tokenizer).__name__}\n{serialized}".encode()).hexdigest()
 
 
 def cache_key(tokenizer: Any, settings: dict[str, Any], data_file: str) -> str:
@@ -142,6 +143,6 @@ def cached_features(path: str, key: str, build: Callable[[], tuple[FeatureTable,
         accelerator.wait_for_everyone()
     if not is_main:
         found = read_cache(path, key)
-        if found is None:
-            raise ExpmrcError(f"{path}: feature cache written by the main process cannot be read here")
+    if found is None:  # only on another process: the main one has read or built its features above
+        raise ExpmrcError(f"{path}: feature cache written by the main process cannot be read here")
     return found

@@ -29,7 +29,8 @@ Rules for bad input, each counted in the `FeatureReport`:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from tqdm import tqdm
 

@@ -23,7 +23,8 @@ tokens), so every question is answered.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 from tqdm import tqdm

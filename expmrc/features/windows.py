@@ -24,7 +24,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -45,7 +46,7 @@ class PairTemplate:
     types: tuple[int, int, int, int, int] | None
 
     @classmethod
-    def of(cls, tokenizer: Any, token_types: bool) -> "PairTemplate":
+    def of(cls, tokenizer: Any, token_types: bool) -> PairTemplate:
         """Read the template off the tokenizer by encoding a pair of one-token texts."""
         encoded = tokenizer("a", "b", add_special_tokens=True, return_token_type_ids=True)
         sequence = encoded.sequence_ids(0) if hasattr(encoded, "sequence_ids") else None
@@ -205,7 +206,7 @@ class FeatureReport:
         return out
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> "FeatureReport":
+    def from_dict(cls, values: dict[str, Any]) -> FeatureReport:
         """The inverse of `as_dict`."""
         return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 
@@ -217,6 +218,23 @@ WINDOW_COLUMNS = {"question_index": 0, "passage_pos": 0, "null_pos": 0, "start_p
 
 class FeatureTable:
     """Every window of a dataset, column by column (see the module docstring)."""
+
+    # the columns, set from `arrays` (token_type_ids only where the model takes token types)
+    input_ids: np.ndarray
+    token_type_ids: np.ndarray
+    row_ptr: np.ndarray
+    window_ptr: np.ndarray
+    passage_ptr: np.ndarray
+    offsets: np.ndarray
+    max_context: np.ndarray
+    question_index: np.ndarray
+    passage_pos: np.ndarray
+    null_pos: np.ndarray
+    start_positions: np.ndarray
+    end_positions: np.ndarray
+    labels: np.ndarray
+    evidence_start: np.ndarray
+    evidence_end: np.ndarray
 
     def __init__(self, task: str, arrays: dict[str, np.ndarray]) -> None:
         self.task = task
@@ -268,7 +286,8 @@ class TableBuilder:
         self.flags: list[np.ndarray] = []
         self.passage_ptr = [0]
 
-    def add(self, rows: Sequence[tuple[Sequence[int], Sequence[int] | None]], offsets: Sequence[Sequence[int]] | np.ndarray,
+    def add(self, rows: Sequence[tuple[Sequence[int] | np.ndarray, Sequence[int] | np.ndarray | None]],
+            offsets: Sequence[Sequence[int]] | np.ndarray,
             flags: Sequence[bool] | np.ndarray, **columns: int) -> None:
         """Add one window: its rows (ids, token types), its passage offsets ([n, 2]) and flags, and its columns."""
         for ids, types in rows:

@@ -19,7 +19,7 @@ def llm_replies(submission_path: str) -> dict[str, dict[str, Any]]:
         return {}
     shown, number = {}, 0
     try:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):  # noqa: B007 (named on error)
             record = json.loads(line)
             grounding = record.get("grounding") or {}
             shown[record["id"]] = {

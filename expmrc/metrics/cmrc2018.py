@@ -34,7 +34,8 @@ scorer here, does not.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from expmrc.data.datasets import SpanQuestion
 from expmrc.metrics.leaderboard import SPECIAL_TOKENS, word_tokens

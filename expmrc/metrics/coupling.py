@@ -24,7 +24,8 @@ unless some answered question has no gold answer, in which case a note says the 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from expmrc.data.datasets import LABELS, ChoiceQuestion, SpanQuestion
 from expmrc.metrics.leaderboard import exact_match, score_tokens

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.leaderboard import score_tokens
@@ -163,8 +163,10 @@ class Erasure:
 def _means(records: Sequence[Erasure]) -> tuple[float | None, float | None]:
     if not records:
         return None, None
-    comprehensiveness = sum(r.full - r.without_evidence for r in records) / len(records)
-    sufficiency = sum(r.full - r.evidence_only for r in records) / len(records)
+    # each record has all three probabilities (Erasure takes all or none; callers keep those with `full`)
+    given = [(r.full, r.without_evidence, r.evidence_only) for r in records]
+    comprehensiveness = sum(f - w for f, w, _ in given if f is not None and w is not None) / len(records)
+    sufficiency = sum(f - e for f, _, e in given if f is not None and e is not None) / len(records)
     return comprehensiveness, sufficiency
 
 

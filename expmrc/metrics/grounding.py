@@ -9,7 +9,8 @@ evidence is not counted.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from expmrc.data.datasets import passage_of
 from expmrc.metrics.registry import Metric, Values, register

@@ -11,7 +11,8 @@ does not point at its text) raises `BadPrediction`; the scorer names the file an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from expmrc.errors import ExpmrcError
 

@@ -26,7 +26,8 @@ import re
 import string
 from collections import Counter
 from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from expmrc.data.datasets import SpanQuestion
 from expmrc.metrics.registry import Metric, Values, percent_mean, percent_parts, register

@@ -26,7 +26,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 import transformers
@@ -38,6 +38,9 @@ from expmrc.data.io import read_json
 from expmrc.errors import ExpmrcError
 from expmrc.models.configs import build_config
 from expmrc.models.tf_checkpoint import bert_tokenizer_from_vocab, load_tf_bert_state_dict, read_bert_config
+
+if TYPE_CHECKING:
+    from expmrc.models.heads import TaskModel
 
 logger = logging.getLogger(__name__)
 HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
@@ -203,7 +206,7 @@ class LoadReport:
         return "; ".join(parts) if parts else "every weight loaded, nothing left over"
 
 
-def load_task_model(model_class: type, source: ModelSource) -> tuple[Any, LoadReport]:
+def load_task_model(model_class: type[TaskModel], source: ModelSource) -> tuple[Any, LoadReport]:
     """The task model on the source's weights (heads initialised where the checkpoint has none).
 
     A folder written for the other task, or weights whose shapes do not fit, are refused in one line.
@@ -218,8 +221,9 @@ def load_task_model(model_class: type, source: ModelSource) -> tuple[Any, LoadRe
     folder = source.weights if isinstance(source.weights, str) else None
     state = None if folder else source.weights
     try:
-        model, info = model_class.from_pretrained(folder, config=source.config, state_dict=state,
-                                                  output_loading_info=True, ignore_mismatched_sizes=True)
+        # with output_loading_info, (model, loading info); the stub types only the model
+        model, info = cast("tuple[TaskModel, dict[str, Any]]", model_class.from_pretrained(
+            folder, config=source.config, state_dict=state, output_loading_info=True, ignore_mismatched_sizes=True))
     except (OSError, ValueError, RuntimeError) as exc:
         raise ExpmrcError(f"{source.name}: the weights do not fit a {model_class.task} model of this config "
                           f"({' '.join(str(exc).split())[:200]})") from None

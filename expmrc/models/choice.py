@@ -43,8 +43,9 @@ class ChoiceModel(TaskModel):
                 evidence_end: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Option logits [batch, options], evidence start/end logits [batch, length], and the loss given labels."""
         batch, options, length = input_ids.shape
-        flat = lambda x: None if x is None else x.reshape(batch * options, length)  # noqa: E731
-        hidden = self.encode(flat(input_ids), flat(attention_mask), flat(token_type_ids))
+        rows = batch * options
+        hidden = self.encode(input_ids.reshape(rows, length), attention_mask.reshape(rows, length),
+                             None if token_type_ids is None else token_type_ids.reshape(rows, length))
         hidden = hidden.reshape(batch, options, length, -1)
         pooled = self.pool(hidden[:, :, 0])
         option_logits = self.option_head(self.dropout(pooled)).squeeze(-1).float()
@@ -56,7 +57,7 @@ class ChoiceModel(TaskModel):
         if labels is not None:
             out["loss"] = masked_cross_entropy(option_logits, labels) + self.loss_lambda * self.span_loss(
                 start, end, evidence_start, evidence_end)
-            if self.coupling is not None and evidence_start is not None:
+            if self.coupling is not None and evidence_start is not None and evidence_end is not None:
                 p_answer, answered = gold_probability(option_logits, labels)
                 p_evidence, evidenced = self.span_probability(start, end, evidence_start, evidence_end)
                 out["loss"] = out["loss"] + coupling_regularizer(p_answer, p_evidence, answered & evidenced,
@@ -68,4 +69,5 @@ class ChoiceModel(TaskModel):
         if self.pooler is not None:
             return torch.tanh(self.pooler(first))
         shape = first.shape
-        return self.base_model.pooler(first.reshape(-1, 1, shape[-1])).reshape(shape)
+        # nn.Module.__getattr__ is typed as returning a Tensor; `pooler` is the encoder's module
+        return self.base_model.pooler(first.reshape(-1, 1, shape[-1])).reshape(shape)  # type: ignore[operator]

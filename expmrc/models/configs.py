@@ -10,7 +10,8 @@ errors into that line too.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from huggingface_hub.errors import StrictDataclassError
 from transformers import PretrainedConfig

@@ -17,7 +17,7 @@ and λ weighs the evidence the same way in both tasks.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -64,7 +64,8 @@ class TaskModel(PreTrainedModel):
 
     def __init__(self, config: PretrainedConfig) -> None:
         super().__init__(config)
-        encoder_class = MODEL_MAPPING[type(config)]
+        # the mapping's stub says a tuple of classes; a config type maps to its one encoder class
+        encoder_class = cast("type[PreTrainedModel]", MODEL_MAPPING[type(config)])
         self.base_model_prefix = encoder_class.base_model_prefix
         pooling = "add_pooling_layer" in inspect.signature(encoder_class).parameters
         kwargs = {"add_pooling_layer": self.uses_pooler} if pooling else {}
@@ -73,7 +74,7 @@ class TaskModel(PreTrainedModel):
         self.coupling: tuple[float, float, float] | None = None  # c1, c2, c3 when the regularizer is on
 
     def _check_and_adjust_attn_implementation(self, attn_implementation: Any, is_init_check: bool = False,
-                                              **kwargs: Any) -> Any:
+                                              *args: Any, **kwargs: Any) -> Any:
         """Leave the attention implementation to the encoder (sdpa where it has one), as its own classes do:
         the library's check on this wrapper would otherwise force eager attention on every architecture."""
         return attn_implementation

@@ -42,7 +42,8 @@ class SpanModel(TaskModel):
             out["loss"] = (self.span_loss(start, end, start_positions, end_positions)
                            + self.loss_lambda * self.span_loss(evidence_start_logits, evidence_end_logits,
                                                                evidence_start, evidence_end))
-            if self.coupling is not None and evidence_start is not None:
+            if (self.coupling is not None and end_positions is not None and evidence_start is not None
+                    and evidence_end is not None):
                 p_answer, answered = self.span_probability(start, end, start_positions, end_positions)
                 p_evidence, evidenced = self.span_probability(evidence_start_logits, evidence_end_logits,
                                                               evidence_start, evidence_end)

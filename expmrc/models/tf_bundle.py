@@ -22,7 +22,7 @@ from expmrc.errors import ExpmrcError
 try:  # optional C implementation (`pip install google-crc32c`, or the `fast` extra): ~20x the numpy path
     import google_crc32c
 except ImportError:  # pragma: no cover - depends on the environment
-    google_crc32c = None
+    google_crc32c = None  # type: ignore[assignment]  # None stands for the optional module when not installed
 
 TABLE_MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48
@@ -156,6 +156,7 @@ def parse_message(buf: bytes, where: str) -> dict[int, list]:
     """Protobuf fields of a message: {field number: [values]}; length-delimited values stay bytes."""
     fields: dict[int, list] = {}
     pos = 0
+    value: int | bytes
     while pos < len(buf):
         key, pos = _varint(buf, pos, where)
         number, wire = key >> 3, key & 7

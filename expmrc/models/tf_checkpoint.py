@@ -87,7 +87,7 @@ def bert_variable_map(num_layers: int) -> dict[str, tuple[str, bool]]:
 def expected_shapes(config) -> dict[str, tuple[int, ...]]:
     """The shape of every BertModel weight for a `transformers.BertConfig` (torch layout)."""
     h, inter = config.hidden_size, config.intermediate_size
-    shapes = {
+    shapes: dict[str, tuple[int, ...]] = {
         "embeddings.word_embeddings.weight": (config.vocab_size, h),
         "embeddings.position_embeddings.weight": (config.max_position_embeddings, h),
         "embeddings.token_type_embeddings.weight": (config.type_vocab_size, h),

@@ -46,7 +46,8 @@ class Group:
 
     def values(self, metric: str) -> list[float]:
         """The runs' values of a metric, leaving out runs that have none (FARM(4) without faithfulness.json)."""
-        return [r.scores[metric] for r in self.runs if r.scores.get(metric) is not None]
+        found = [r.scores.get(metric) if r.scores is not None else None for r in self.runs]
+        return [value for value in found if value is not None]
 
     def mean(self, metric: str) -> float | None:
         values = self.values(metric)
@@ -75,7 +76,7 @@ class Group:
 
 def shown_metrics(groups: list[Group]) -> tuple[str, ...]:
     """The metrics the tables show: the leaderboard's and LOCA, then FARM(4) when it was asked for."""
-    farm = any(FARM in r.scores for g in groups for r in g.runs)
+    farm = any(r.scores is not None and FARM in r.scores for g in groups for r in g.runs)
     return METRICS + ((FARM,) if farm else ())
 
 
@@ -86,6 +87,7 @@ def group_runs(runs: list[Run]) -> list[Group]:
     for run in runs:
         if run.status != "finished":
             continue
+        assert run.loss_lambda is not None  # a finished run's settings were read (collect_runs.read_run)
         key = (run.subset, run.task, run.model, run.loss_lambda, run.dev_sha256)
         group = groups.setdefault(key, Group(*key))
         twin = next((r for r in group.runs if r.rand_seed == run.rand_seed), None)

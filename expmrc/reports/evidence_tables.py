@@ -31,7 +31,10 @@ def evidence_f1(dataset: Dataset, method: str, questions: list[Question] | None 
     """Evidence F1 of `method` with the gold answers on `questions` (default: all) of `dataset`."""
     extraction = extract(dataset, build_method(method, dataset, rule), None, questions, progress=False)
     report = score(dataset, extraction.submission())
-    return report.mean("evidence", [q for q in report.questions if q.answered])
+    value = report.mean("evidence", [q for q in report.questions if q.answered])
+    if value is None:  # score() refuses a dataset without gold evidence first
+        raise ExpmrcError(f"{dataset.path}: no gold evidence to score {method} against")
+    return value
 
 
 def table4(datasets: dict[str, Dataset], progress: bool = True) -> str:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from expmrc import __version__
 from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion, load_dataset, passage_of
@@ -28,7 +29,7 @@ from expmrc.errors import ExpmrcError
 from expmrc.llm.report import attach_llm_replies
 from expmrc.metrics.registry import Metric, select
 from expmrc.reports.pages import asset, json_value, pyplot, render, svg
-from expmrc.scoring.scorer import Report, no_match_problem, score, signature
+from expmrc.scoring.scorer import QuestionScore, Report, no_match_problem, score, signature
 from expmrc.scoring.stats import ALPHA, Resampling, compare
 from expmrc.text.locate import Hint, find
 
@@ -88,11 +89,18 @@ def quadrant(answered: bool, answer: float, evidence: float, answer_threshold: f
         "good" if evidence >= evidence_threshold else "poor")
 
 
+def _evidence_of(q: QuestionScore) -> float:
+    """A question's evidence F1: set, as the page scores only datasets with gold evidence."""
+    if q.evidence is None:
+        raise ExpmrcError(f"question {q.id}: no evidence score; the page needs a dataset with gold evidence")
+    return q.evidence
+
+
 def quadrant_counts(report: Report, answer_threshold: float, evidence_threshold: float) -> dict[str, int]:
     """How many questions of `report` fall in each quadrant, in QUADRANTS order."""
     counts = dict.fromkeys(QUADRANTS, 0)
     for q in report.questions:
-        counts[quadrant(q.answered, q.answer, q.evidence, answer_threshold, evidence_threshold)] += 1
+        counts[quadrant(q.answered, q.answer, _evidence_of(q), answer_threshold, evidence_threshold)] += 1
     return counts
 
 
@@ -290,7 +298,7 @@ def evidence_histogram(submissions: list[Submission]) -> Any:
     for s, (letter, sub) in enumerate(zip(LETTERS, submissions)):
         counts = [0] * HISTOGRAM_BINS
         for q in sub.report.questions:
-            value = q.evidence if q.answered else 0.0
+            value = _evidence_of(q) if q.answered else 0.0
             counts[min(int(value * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
         x = [b + 0.5 + (s - (len(submissions) - 1) / 2) * width for b in range(HISTOGRAM_BINS)]
         ax.bar(x, counts, width, label=letter, color=BAR_COLOURS[s], hatch=BAR_HATCHES[s],
@@ -313,10 +321,12 @@ def _summary_rows(submissions: list[Submission]) -> tuple[list[str], list[dict[s
     extra_keys: dict[str, None] = {}
     for sub in submissions:
         extra_keys.update(dict.fromkeys(sub.report.extra_figures()))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for letter, sub in zip(LETTERS, submissions):
-        figures = {key: round(sub.report.mean(name), 3) for key, name in
-                   (("ALL_F1", "overall"), ("ANS_F1", "answer"), ("EVI_F1", "evidence"), ("ANS_EM", "exact"))}
+        figures: dict[str, Any] = {}
+        for key, name in (("ALL_F1", "overall"), ("ANS_F1", "answer"), ("EVI_F1", "evidence"), ("ANS_EM", "exact")):
+            mean = sub.report.mean(name)
+            figures[key] = None if mean is None else round(mean, 3)
         figures.update(json_value(sub.report.extra_figures()))
         rows.append({"label": letter, "name": sub.name, "path": sub.report.prediction_path, "figures": figures,
                      "total": sub.report.total, "skipped": sub.report.skipped,

@@ -11,7 +11,8 @@ protocol's EM and F1, the same rotation scored with the official CMRC 2018 metri
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from expmrc.data.datasets import Dataset, SpanQuestion
 from expmrc.metrics.cmrc2018 import cmrc2018_exact_match, cmrc2018_f1
@@ -55,7 +56,11 @@ def _percent(values: list[float]) -> float | None:
 
 def human_performance(dataset: Dataset) -> HumanPerformance:
     """Cross-validated human figures for `dataset` (see the module docstring)."""
-    answers, evidences, overall, cmrc_em, cmrc_f1 = [], [], [], [], []
+    answers: list[float] = []
+    evidences: list[float] = []
+    overall: list[float] = []
+    cmrc_em: list[float] = []
+    cmrc_f1: list[float] = []
     for question in dataset.questions:
         evidence = rotation_f1(list(question.evidences)) if question.evidences is not None else None
         if evidence is not None:
@@ -65,8 +70,11 @@ def human_performance(dataset: Dataset) -> HumanPerformance:
             if answer is not None:
                 answers.append(answer)
                 if dataset.subset == "cmrc2018":
-                    cmrc_em.append(rotation_score(question.answers, cmrc2018_exact_match))
-                    cmrc_f1.append(rotation_score(question.answers, cmrc2018_f1))
+                    em = rotation_score(question.answers, cmrc2018_exact_match)
+                    f1_rotated = rotation_score(question.answers, cmrc2018_f1)
+                    if em is not None and f1_rotated is not None:  # as `answer`: two references or more
+                        cmrc_em.append(em)
+                        cmrc_f1.append(f1_rotated)
             if answer is not None and evidence is not None:
                 overall.append(answer * evidence)
     if dataset.kind == "choice":

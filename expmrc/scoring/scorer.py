@@ -82,10 +82,13 @@ class Report:
 
     def official(self) -> dict[str, Any]:
         """The leaderboard's JSON object, keys in its order, figures as strings with three decimals."""
+        overall, answer, evidence = self.mean("overall"), self.mean("answer"), self.mean("evidence")
+        if overall is None or answer is None or evidence is None:
+            raise ExpmrcError("the leaderboard's figures need gold evidence; this report scored answers only")
         return {
-            "ALL_F1": "%.3f" % self.mean("overall"),
-            "ANS_F1": "%.3f" % self.mean("answer"),
-            "EVI_F1": "%.3f" % self.mean("evidence"),
+            "ALL_F1": f"{overall:.3f}",
+            "ANS_F1": f"{answer:.3f}",
+            "EVI_F1": f"{evidence:.3f}",
             "TOTAL": self.total,
             "SKIP": self.skipped,
             "VERSION": self.version,

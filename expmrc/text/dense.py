@@ -7,6 +7,8 @@ so the lexical evidence methods never pay for them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from tqdm import tqdm
 
@@ -19,7 +21,7 @@ class SentenceEncoder:
     def __init__(self, batch_size: int = 64):
         self.batch_size = batch_size
         self.cache: dict[str, np.ndarray] = {}
-        self._model = None
+        self._model: Any = None  # the transformers model, loaded on first use
 
     def _load(self):
         import torch

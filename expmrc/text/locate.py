@@ -25,7 +25,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 Span = tuple[int, int]
 

@@ -19,7 +19,8 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from expmrc.data.datasets import Dataset
 from expmrc.data.io import atomic_directory, check_output_path

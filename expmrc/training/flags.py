@@ -46,7 +46,8 @@ def str2bool(value: str | bool) -> bool:
     raise argparse.ArgumentTypeError(f"expected True or False, got {value!r}")
 
 
-def _bool_flag(parser: argparse.ArgumentParser, name: str, default: bool | None, help_text: str) -> None:
+def _bool_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, default: bool | None,
+               help_text: str) -> None:
     parser.add_argument(f"--{name}", type=str2bool, nargs="?", const=True, default=default, metavar="True|False",
                         help=help_text)
 

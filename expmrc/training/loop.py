@@ -33,7 +33,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol, cast
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -247,7 +248,8 @@ def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[s
     for module in model.modules():
         if isinstance(module, torch.nn.LayerNorm) or "LayerNorm" in type(module).__name__:
             no_decay.update(id(p) for p in module.parameters(recurse=False))
-    decay, plain = [], []
+    decay: list[torch.nn.Parameter] = []
+    plain: list[torch.nn.Parameter] = []
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
@@ -276,7 +278,7 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
     optimizer = torch.optim.AdamW(groups, lr=config.learning_rate, eps=ADAM_EPSILON, fused=fused or None)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(total * config.warmup_proportion), total)
     if config.torch_compile:
-        model = torch.compile(model)
+        model = cast(torch.nn.Module, torch.compile(model))  # an OptimizedModule; the stub says only Callable
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     lengths = dataset_lengths(dataset) if config.group_by_length else None
     stream = BatchStream(num_examples, batch_size, config.seed, lengths)
@@ -363,7 +365,7 @@ def train_step(model: Any, dataset: Batches, indices: list[int], optimizer: Any,
     processes, accumulation = accelerator.num_processes, config.gradient_accumulation_steps
     micro = len(indices) // (processes * accumulation)
     size = chunk if 0 < chunk < micro else micro
-    pieces = []
+    pieces: list[list[int]] = []
     for a in range(accumulation):
         first = (a * processes + accelerator.process_index) * micro
         mine = indices[first:first + micro]
@@ -444,7 +446,8 @@ def predict_items(model: torch.nn.Module, dataset: Batches, items: list[int], ba
             arrays = {k: v.float().cpu().numpy() for k, v in result.items()
                       if k != "loss" and v.dim() > 0 and v.shape[0] == len(chunk)}
             for j, item in enumerate(chunk):
-                found[item] = {k: (v[j][..., :lengths[item]] if padded and v.ndim == 2 and v.shape[-1] == padded
+                found[item] = {k: (v[j][..., :lengths[item]]
+                                   if padded and lengths is not None and v.ndim == 2 and v.shape[-1] == padded
                                    else v[j]) for k, v in arrays.items()}
     model.train(was_training)
     return found

@@ -28,7 +28,8 @@ from contextlib import contextmanager
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 from expmrc.data.io import read_json, write_json_atomic
 from expmrc.data.submissions import NBEST_FILE, PREDICTIONS_FILE

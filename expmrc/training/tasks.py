@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
 
 from expmrc.decoding.predictions import decode_predictions
 from expmrc.errors import ExpmrcError
@@ -41,13 +42,13 @@ class TaskSettings:
     FEATURE_FIELDS: ClassVar[tuple[str, ...]] = ("max_seq_length", "max_query_length", "doc_stride", "sliding_windows")
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "TaskSettings":
+    def from_args(cls, args: argparse.Namespace) -> TaskSettings:
         """The settings the parsed flags give (a flag a task lacks keeps the default)."""
         values = {f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)}
         return cls(**values).checked("--")
 
     @classmethod
-    def from_record(cls, values: Any, where: str, defaults: "TaskSettings") -> "TaskSettings":
+    def from_record(cls, values: Any, where: str, defaults: TaskSettings) -> TaskSettings:
         """The settings a run record holds; one line naming `where` when one is missing, mistyped or out of range.
 
         `sliding_windows`, which older records lack, takes `defaults`' value only when the record names no
@@ -63,7 +64,7 @@ class TaskSettings:
             chosen[f.name] = values[f.name]
         return replace(defaults, **chosen).checked(f"{where}: the recorded setting ")
 
-    def checked(self, prefix: str) -> "TaskSettings":
+    def checked(self, prefix: str) -> TaskSettings:
         """These settings, once every field has its type and range (one line starting with `prefix` otherwise)."""
         for f in fields(self):
             value = getattr(self, f.name)

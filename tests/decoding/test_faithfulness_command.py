@@ -50,7 +50,7 @@ def check_against_details(result, details, max_k):
     for row in result["farm"]:
         k = row["k"]
 
-        def changed(d, group):
+        def changed(d, group, k=k):
             facts = d[f"{group}_facts"]
             return bool(facts) and d[f"changed_{group}"][min(k, len(facts)) - 1]
 

@@ -7,7 +7,8 @@ package; everything after the tokenizer is written out here independently."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -84,7 +85,7 @@ def _label(tokens: tuple[int, int] | None, start: int, end: int, passage_pos: in
     return passage_pos + tokens[0] - start, passage_pos + tokens[1] - start
 
 
-def _add_question(table: "_Table", report: FeatureReport, question: Any, index: int, windows: list[dict[str, Any]],
+def _add_question(table: _Table, report: FeatureReport, question: Any, index: int, windows: list[dict[str, Any]],
                   label: tuple | None, unknown: int | None) -> None:
     starts, lengths = [], []
     for w, window in enumerate(windows):

@@ -102,7 +102,7 @@ def test_figures_equal_the_official_scripts_to_three_decimals(name):
     submission = {qid: {"answer": answer, "evidence": ""} for qid, answer in answers.items()}
     report = score(dataset, submission, name, [METRICS[metric]], answers_only=True)
     figures = report.extra_figures()
-    assert {key: "%.3f" % figures[key] for key in expected} == expected
+    assert {key: f"{figures[key]:.3f}" for key in expected} == expected
     assert report.skipped == len(dataset.questions) - len(answers) > 0
 
 
