@@ -263,6 +263,67 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
     A loss that stops being finite ends the run with one line naming the step (no checkpoint is written
     from such weights).
     """
+    run = prepare_training(model, dataset, config, accelerator)
+    model, total, start, chunk = run.model, run.total, run.start, run.chunk
+    model.train()
+    Path(config.output_dir).mkdir(parents=True, exist_ok=True)
+    bar = tqdm(total=total, initial=start, desc="training", unit="step", disable=not accelerator.is_local_main_process,
+               dynamic_ncols=True)
+    window = LossWindow(torch.zeros((), device=accelerator.device))
+    checkpoint_seconds = 0.0
+    began = time.perf_counter()
+    try:
+        for step in range(start, total):
+            indices = run.stream.indices(step)
+            while True:
+                try:
+                    loss = train_step(model, dataset, indices, run.optimizer, run.scheduler, config, accelerator, chunk)
+                    break
+                except torch.cuda.OutOfMemoryError:
+                    chunk = smaller_chunk(chunk, config, accelerator, run.optimizer)
+            mark_step(accelerator)
+            if not math.isfinite(float(accelerator.reduce(loss, "mean"))):
+                raise ExpmrcError(f"step {step + 1}: the loss is {float(loss)}; training stopped (lower "
+                                  "--learning_rate, or use --mixed_precision bf16/no instead of fp16)")
+            bar.update(1)
+            done = step + 1
+            window.add(loss)
+            if done % config.logging_steps == 0 or done == total:
+                window.flush(done, total, bar, config, accelerator, run.scheduler)
+            if done % config.save_checkpoints_steps == 0:  # the final weights go to model/, not a checkpoint
+                saving = time.perf_counter()
+                save_checkpoint(config.output_dir, done, run.settings, accelerator, config.keep_checkpoints)
+                checkpoint_seconds += time.perf_counter() - saving
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - began
+    ran = total - start
+    return TrainResult(global_step=total, total_steps=total, resumed_from=start, last_loss=window.last_loss,
+                       examples_per_second=ran * config.train_batch_size / seconds if ran and seconds > 0 else 0.0,
+                       seconds=seconds, checkpoint_seconds=checkpoint_seconds,
+                       micro_batch=chunk if chunk < run.micro else 0)
+
+
+@dataclass
+class PreparedRun:
+    """What the training loop runs with: the prepared model, optimizer and schedule, the batch order, the
+    checkpoint settings, the step to start from and the micro-batch sizes (full and current)."""
+
+    model: Any
+    optimizer: Any
+    scheduler: Any
+    stream: BatchStream
+    settings: dict[str, Any]
+    total: int
+    start: int
+    micro: int
+    chunk: int
+
+
+def prepare_training(model: torch.nn.Module, dataset: Batches, config: TrainConfig,
+                     accelerator: Accelerator) -> PreparedRun:
+    """Check the batch arithmetic, build AdamW and the linear schedule, prepare them with accelerate and
+    resume from the newest checkpoint whose settings match."""
     num_examples = len(dataset)
     if num_examples == 0:
         raise ExpmrcError("no training features to train on")
@@ -282,56 +343,37 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     lengths = dataset_lengths(dataset) if config.group_by_length else None
     stream = BatchStream(num_examples, batch_size, config.seed, lengths)
-    settings = {"train_batch_size": batch_size, "seed": config.seed, "total_steps": total, "num_examples": num_examples}
+    settings: dict[str, Any] = {"train_batch_size": batch_size, "seed": config.seed, "total_steps": total,
+                                "num_examples": num_examples}
     if lengths is not None:  # only then, so checkpoints of plain-order runs still resume with grouping off
         settings["group_by_length"] = True
     start = load_latest_checkpoint(config.output_dir, settings, accelerator)
     micro = batch_size // (processes * accumulation)
     chunk = min(config.per_device_micro_batch, micro) if config.per_device_micro_batch > 0 else micro
+    return PreparedRun(model, optimizer, scheduler, stream, settings, total, start, micro, chunk)
 
-    model.train()
-    Path(config.output_dir).mkdir(parents=True, exist_ok=True)
-    bar = tqdm(total=total, initial=start, desc="training", unit="step", disable=not accelerator.is_local_main_process,
-               dynamic_ncols=True)
-    window_loss = torch.zeros((), device=accelerator.device)
-    window_steps, last_loss, checkpoint_seconds = 0, None, 0.0
-    began = time.perf_counter()
-    try:
-        for step in range(start, total):
-            indices = stream.indices(step)
-            while True:
-                try:
-                    loss = train_step(model, dataset, indices, optimizer, scheduler, config, accelerator, chunk)
-                    break
-                except torch.cuda.OutOfMemoryError:
-                    chunk = smaller_chunk(chunk, config, accelerator, optimizer)
-            mark_step(accelerator)
-            if not math.isfinite(float(accelerator.reduce(loss, "mean"))):
-                raise ExpmrcError(f"step {step + 1}: the loss is {float(loss)}; training stopped (lower "
-                                  "--learning_rate, or use --mixed_precision bf16/no instead of fp16)")
-            window_loss += loss
-            window_steps += 1
-            bar.update(1)
-            done = step + 1
-            if done % config.logging_steps == 0 or done == total:
-                last_loss = float(accelerator.reduce(window_loss, "mean")) / window_steps
-                bar.set_postfix(loss=f"{last_loss:.4f}")
-                if accelerator.is_main_process:
-                    log_step(config.output_dir, done, total, last_loss, scheduler.get_last_lr()[0])
-                window_loss.zero_()
-                window_steps = 0
-            if done % config.save_checkpoints_steps == 0:  # the final weights go to model/, not a checkpoint
-                saving = time.perf_counter()
-                save_checkpoint(config.output_dir, done, settings, accelerator, config.keep_checkpoints)
-                checkpoint_seconds += time.perf_counter() - saving
-    finally:
-        bar.close()
-    seconds = time.perf_counter() - began
-    ran = total - start
-    return TrainResult(global_step=total, total_steps=total, resumed_from=start, last_loss=last_loss,
-                       examples_per_second=ran * batch_size / seconds if ran and seconds > 0 else 0.0,
-                       seconds=seconds, checkpoint_seconds=checkpoint_seconds,
-                       micro_batch=chunk if chunk < micro else 0)
+
+@dataclass
+class LossWindow:
+    """The summed loss since the last log line (kept on the device, read once per log line)."""
+
+    summed: torch.Tensor
+    steps: int = 0
+    last_loss: float | None = None
+
+    def add(self, loss: torch.Tensor) -> None:
+        self.summed += loss
+        self.steps += 1
+
+    def flush(self, done: int, total: int, bar: Any, config: TrainConfig, accelerator: Accelerator,
+              scheduler: Any) -> None:
+        """The window's mean loss (over processes too) on the bar and, from the main process, in the log."""
+        self.last_loss = float(accelerator.reduce(self.summed, "mean")) / self.steps
+        bar.set_postfix(loss=f"{self.last_loss:.4f}")
+        if accelerator.is_main_process:
+            log_step(config.output_dir, done, total, self.last_loss, scheduler.get_last_lr()[0])
+        self.summed.zero_()
+        self.steps = 0
 
 
 def smaller_chunk(chunk: int, config: TrainConfig, accelerator: Accelerator, optimizer: Any) -> int:
