@@ -25,7 +25,7 @@ from expmrc.data.submissions import load_submission
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import select
 from expmrc.scoring.scorer import score
-from expmrc.training.rundir import RUN_INFO
+from expmrc.training.rundir import RUN_INFO, check_schema
 
 FAITHFULNESS = "faithfulness.json"  # `expmrc faithfulness RUN_DIR DEV --output RUN_DIR/faithfulness.json`
 SCORES = ("answer", "evidence", "overall")  # the leaderboard's, plotted in the λ figure
@@ -141,6 +141,7 @@ def read_run(run_dir: str, datasets: DatasetCache, farm: bool = False) -> Run:
         info = read_json(info_path, "run record")
         if not isinstance(info, dict):
             raise ExpmrcError(f"{info_path}: run record must be a JSON object")
+        check_schema(info, info_path)
     except ExpmrcError as exc:
         run.status, run.note = "invalid", str(exc)
         return run

@@ -216,6 +216,7 @@ def test_runs_whose_settings_are_not_numbers_are_left_out_with_the_reason(tmp_pa
     info.write_text(info.read_text(encoding="utf-8").replace('"loss_lambda": 0.1', '"loss_lambda": NaN'), encoding="utf-8")
     make_run(runs / "text-lambda", squad, "span", "0.1", 3, right)
     make_run(runs / "failed", squad, "span", 0.1, 4, right, status="failed", error="loss became nan at step 3")
+    make_run(runs / "newer-schema", squad, "span", 0.1, 5, right, schema=99)
     out = tmp_path / "out"
     assert cli_main(["collect", str(runs), "--output-dir", str(out), "--format", "csv", "--quiet"]) == 0
     rows = {Path(r["run_dir"]).name: r for r in read_csv(out / "runs.csv")}
@@ -223,6 +224,7 @@ def test_runs_whose_settings_are_not_numbers_are_left_out_with_the_reason(tmp_pa
     assert rows["nan-lambda"]["status"] == "invalid" and "NaN, which is not finite" in rows["nan-lambda"]["note"]
     assert rows["text-lambda"]["status"] == "invalid" and "loss_lambda is '0.1', not a number" in rows["text-lambda"]["note"]
     assert rows["failed"]["status"] == "failed"
+    assert rows["newer-schema"]["status"] == "invalid" and "written by a newer expmrc" in rows["newer-schema"]["note"]
     (setting,) = read_csv(out / "table3.csv")
     assert (setting["runs"], setting["seeds"]) == ("1", "1")  # only the good run is averaged
 
