@@ -11,11 +11,11 @@ padding="max_length")` call over all questions, then a Python loop labelling eac
 example's `stride` is the overlap between windows, ours is the step, so the two make different numbers
 of windows; the figure compared is seconds per window (target: ours at most 1.1x the example's).
 
-Multiple choice: whatever `expmrc.features.choice.build_choice_features` builds (512 tokens,
---max_qa_length 128, --doc_stride 128, training labels) against one batched
-`tokenizer(passages, question+option texts, truncation="only_first", return_overflowing_tokens=True,
-return_offsets_mapping=True)` call over every (passage, option) pair with the overlap that makes the
-same 128-token step for the longest question+option: seconds per row (one row = one option of a window).
+Multiple choice: `expmrc.features.choice.build_choice_features` with the original release's rows, its
+default (512 tokens, the last 64 tokens of question+option, the passage cut to one window, training
+labels), against one batched `tokenizer(passages, question+option texts, truncation="only_first",
+max_length=512, return_offsets_mapping=True)` call over every (passage, option) pair: the same one row
+per option, with nothing but the tokenizer. Seconds per row.
 
 Then (unless --no-full) the whole CMRC 2018 and C3 training sets once through our builders. Times are
 the best of --repeat, the two sides alternating. Files default to $EXPMRC_TRAIN_DATA/{cmrc2018,c3}-train.json;
@@ -37,9 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from expmrc.data.training_sets import load_training_set  # noqa: E402
 from expmrc.features.choice import build_choice_features, qa_text  # noqa: E402
 from expmrc.features.span import build_span_features  # noqa: E402
-from expmrc.features.windows import PairTemplate  # noqa: E402
 
-LENGTH, STRIDE, QUERY, QA = 512, 128, 128, 128
+LENGTH, STRIDE, QUERY, QA = 512, 128, 128, 64  # QA: the choice rows' question+option tokens
 
 
 def example_span_windows(questions: list[Any], tokenizer: Any) -> int:
@@ -66,15 +65,13 @@ def example_span_windows(questions: list[Any], tokenizer: Any) -> int:
 
 
 def reference_choice_rows(questions: list[Any], tokenizer: Any) -> int:
-    """Every (passage, question+option) pair in one batched overflowing call; returns the number of rows."""
+    """Every (passage, question+option) pair in one batched call, cut to one row; returns the number of rows."""
     passages, texts = [], []
     for question in questions:
         for option in question.options:
             passages.append(question.passage)
             texts.append(qa_text(question.question, option))
-    overlap = max(0, LENGTH - PairTemplate.of(tokenizer, True).specials - QA - STRIDE)
-    encoded = tokenizer(passages, texts, truncation="only_first", max_length=LENGTH, stride=overlap,
-                        return_overflowing_tokens=True, return_offsets_mapping=True)
+    encoded = tokenizer(passages, texts, truncation="only_first", max_length=LENGTH, return_offsets_mapping=True)
     return len(encoded["input_ids"])
 
 

@@ -37,7 +37,8 @@ from tqdm import tqdm
 from expmrc.data.datasets import LABELS, ChoiceQuestion
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import (IGNORE, FeatureReport, FeatureTable, PairTemplate, TableBuilder,
-                                     char_span_to_tokens, count_unknown, max_context, window_label, window_starts)
+                                     char_span_to_tokens, count_unknown, encode_texts, max_context, window_label,
+                                     window_starts)
 from expmrc.text.locate import locate_evidence
 
 
@@ -96,11 +97,9 @@ def _tokenized(tokenizer: Any, questions: Sequence[ChoiceQuestion]
     """The questions' distinct passages (ids and offsets) and each question's question+option ids, from two
     batched tokenizer calls."""
     texts = list(dict.fromkeys(q.passage for q in questions))
-    encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True) if texts else None
-    passages = {text: (list(encoded["input_ids"][i]), [tuple(o) for o in encoded["offset_mapping"][i]])
-                for i, text in enumerate(texts)} if encoded is not None else {}
+    passages = {text: (list(e.ids), list(e.offsets)) for text, e in zip(texts, encode_texts(tokenizer, texts))}
     joined = [qa_text(q.question, option) for q in questions for option in q.options]
-    ids = list(tokenizer(joined, add_special_tokens=False)["input_ids"]) if joined else []
+    ids = [e.ids for e in encode_texts(tokenizer, joined)]
     per_question, at = [], 0
     for question in questions:
         per_question.append([list(row) for row in ids[at:at + len(question.options)]])

@@ -397,4 +397,5 @@ def count_unknown(report: FeatureReport, ids: Sequence[int], unknown_id: int | N
     """Add a row's tokens (specials excluded by the caller) to the report's unknown-token count."""
     report.tokens += len(ids)
     if unknown_id is not None:
-        report.unknown_tokens += sum(1 for i in ids if i == unknown_id)
+        report.unknown_tokens += (ids.count(unknown_id) if isinstance(ids, list)
+                                  else int(np.count_nonzero(np.asarray(ids) == unknown_id)))
