@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
     for dataset_arg, prediction_path in zip(args.pairs[::2], args.pairs[1::2]):
         dataset = load_dataset(dataset_arg, args.subset)
         report = score_files(dataset, prediction_path, select(args.metrics, dataset), answers_only=True)
-        if no_match_problem(report):
-            raise ExpmrcError(no_match_problem(report))
+        if problem := no_match_problem(report):
+            raise ExpmrcError(problem)
         for line in coverage_warnings(report):
             print(line, file=sys.stderr)
         reports.append(report)

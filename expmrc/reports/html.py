@@ -64,8 +64,8 @@ def load_submissions(dataset: Dataset, paths: Sequence[str], metrics: list[Metri
     for k, path in enumerate(paths):
         entries = load_submission(path)
         report = score(dataset, entries, path, metrics)
-        if no_match_problem(report):
-            raise ExpmrcError(no_match_problem(report))
+        if problem := no_match_problem(report):
+            raise ExpmrcError(problem)
         attach_llm_replies(report, path)  # an `expmrc llm` run's replies, shown per question
         predictions = {q.qid: parse_prediction(path, q.qid, entries[q.qid])
                        for q in dataset.questions if q.qid in entries}

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from expmrc.errors import ExpmrcError
-from expmrc.scoring.scorer import Report
+from expmrc.scoring.scorer import Report, no_match_problem
 
 DEFAULT_SEED = 12345  # sacrebleu's default seed
 DEFAULT_RESAMPLES = 1000  # sacrebleu's default for the paired bootstrap and for intervals
@@ -236,9 +236,8 @@ def compare(baseline: Report, system: Report, test: str = "bootstrap", settings:
 def check_same_dataset(reports: Sequence[Report]) -> None:
     """Refuse a submission none of whose ids is a question of the dataset: it was made for another one."""
     for report in reports:
-        if report.skipped == report.total and report.unknown_ids:
-            raise ExpmrcError(f"{report.prediction_path}: none of its {len(report.unknown_ids)} prediction ids is a "
-                              f"question of {report.dataset_path}; it is a submission for another dataset")
+        if report.unknown_ids and (problem := no_match_problem(report)):
+            raise ExpmrcError(problem)
         if report.skipped == report.total:
             raise ExpmrcError(f"{report.prediction_path}: answers none of the questions of {report.dataset_path}")
 

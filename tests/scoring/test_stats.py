@@ -178,7 +178,7 @@ def test_evaluate_ci_and_compare_json_shapes(tmp_path, capsys):
 @pytest.mark.parametrize("args, message", [
     (["{base}"], "at least one system"),
     (["{base}", "{base}"], "also listed as a system"),
-    (["{base}", "{other}"], "submission for another dataset"),
+    (["{base}", "{other}"], "Wrong dataset or submission?"),
     (["{base}", "{base2}", "--ci-resamples", "0"], "--ci-resamples"),
     (["{base}", "{base2}", "--ci-resamples", "2.5"], "whole number"),
 ])
