@@ -80,9 +80,11 @@ def _spans(text: str) -> tuple[list[tuple[int, int, int]], tuple[int, int] | Non
             _close(stack, counts, "{" if char == "}" else "[", at, closed)
     open_positions = {o.position for o in stack if o.bracket == "{"}
     spans = [(start, end, depth) for start, end, depth, parent in closed if parent is None or parent in open_positions]
-    innermost = next((o for o in reversed(stack) if o.bracket == "{"), None)
-    tail = (innermost.position, innermost.deepest - innermost.depth + 1) if innermost else None
-    return spans, tail
+    inner = next((i for i in range(len(stack) - 1, -1, -1) if stack[i].bracket == "{"), None)
+    if inner is None:
+        return spans, None
+    deepest = max(o.deepest for o in stack[inner:])  # brackets still open inside it count too
+    return spans, (stack[inner].position, deepest - stack[inner].depth + 1)
 
 
 def _close(stack: list[_Open], counts: dict[str, int], want: str, at: int,
@@ -104,6 +106,8 @@ def _decode(chunk: str, budget: list[int]) -> tuple[dict | None, bool]:
     try:
         value = json.loads(chunk, strict=False)
         return (value, False) if isinstance(value, dict) else (None, False)
+    except RecursionError:  # deeper than the decoder's stack, past what the scan measured: not an answer
+        return None, False
     except ValueError:
         pass
     if len(chunk) > REPAIR_LIMIT or len(chunk) > budget[0]:

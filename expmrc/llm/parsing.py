@@ -398,7 +398,7 @@ def _heading(line: str) -> str:
 
 def _line_hits(found: _Found, lines: list[str], i: int, offset: int, task: str) -> list[int]:
     """Record the statements and quotes of line i (at `offset` in the reply); return the lines a heading used."""
-    line, used = lines[i], []
+    line, used = lines[i], list[int]()
     hits = _hits(line, task)
     for n, (kind, m) in enumerate(hits):
         end = hits[n + 1][1].start() if n + 1 < len(hits) else len(line)

@@ -56,7 +56,7 @@ def build_requests(questions: list[Question], template: PromptTemplate, language
                                 "max_tokens": sampling.max_tokens, "seed": sampling.seed}
         if structured:
             n_options = len(question.options) if isinstance(question, ChoiceQuestion) else 0
-            schema = answer_schema(template.task, n_options)
+            schema = answer_schema(template.task, n_options, template.reasoning)
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "expmrc_reply", "schema": schema, "strict": True}}
         requests[question.qid] = body

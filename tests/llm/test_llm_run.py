@@ -73,7 +73,7 @@ def test_a_run_writes_a_complete_scored_grounded_record(tmp_path, subset, monkey
         assert predictions[question.qid]["evidence"] != question.evidences[0]  # the raw quote was perturbed
     scores = read(run, "scores.json")
     assert scores["grounded"]["ALL_F1"] == 100.0 and scores["grounded"]["SKIP"] == 0
-    assert scores["raw"]["ANS_F1"] == 100.0 and scores["parse"] == {"json": 2, "text": 0, "failed": 0}
+    assert scores["raw"]["ANS_F1"] == 100.0 and scores["parse"] == {"json": 2, "text": 0, "revised": 0, "failed": 0}
     assert ("LOCA" if dataset.kind == "span" else "LEX_LOCA") in scores["raw"]
     assert scores["grounding"]["unverified_evidence_rate"] == 0.0
     info = read(run, "run_info.json")
@@ -90,7 +90,7 @@ def test_the_official_scorer_reads_every_question_even_when_replies_are_gibberis
     with FakeChatServer(lambda body: ", 城 河 question 么 says 上 : 河") as server:
         assert llm(tmp_path, path, server.url) == 0
     run = tmp_path / "run"
-    assert read(run, "scores.json")["parse"] == {"json": 0, "text": 0, "failed": 2}
+    assert read(run, "scores.json")["parse"] == {"json": 0, "text": 0, "revised": 0, "failed": 2}
     assert all(p == {"answer": "", "evidence": ""} for p in read(run, "predictions.json").values())
     official = official_scores(path, str(run / "predictions.json"))
     assert official["SKIP"] == 0 and official["TOTAL"] == 2
