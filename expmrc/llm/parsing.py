@@ -38,6 +38,7 @@ EVIDENCE_KEYS = ("evidence", "evidences", "supporting_evidence", "supporting_sen
 _INNER_ANSWER_KEYS = ("letter", "label", "option", "choice", "answer", "text", "value", "content")
 TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 PLACEHOLDER = re.compile(r"<[^<>]*>")
+MARKDOWN = re.compile(r"\*\*|__|`")
 OPEN_QUOTES = {'"': '"', "“": "”", "'": "'", "「": "」", "『": "』", "‘": "’", "«": "»"}
 
 
@@ -79,34 +80,39 @@ def strip_reasoning(reply: str) -> str:
     return "".join(kept).strip()
 
 
-@functools.lru_cache(maxsize=4096)
 def fold(text: str) -> str:
-    """Text compared loosely: NFKC, one space, lower case, no surrounding quotes, stops or markdown."""
-    text = re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().lower()
+    """Text compared loosely: NFKC, one space, lower case, no markdown, no surrounding quotes or stops."""
+    text = re.sub(r"\s+", " ", MARKDOWN.sub("", unicodedata.normalize("NFKC", text))).strip().lower()
     return text.strip(" \"'“”‘’「」『』*`_").rstrip("。.!！").strip()
+
+
+@functools.lru_cache(maxsize=256)
+def _folds(options: tuple[str, ...]) -> list[str]:
+    """The options folded, once per set of options (a run asks every question with its own few)."""
+    return [fold(option) for option in options]
 
 
 LETTER_PREFIX = re.compile(r"(?:(?:the\s+)?(?:option|choice)\s*|选项\s*|选择?\s*)?[(\[【]?\s*(?P<l>[A-Za-z])\s*"
                            r"(?P<close>[)\]】])?\s*(?:项|选项)?(?P<rest>.*)", re.IGNORECASE | re.DOTALL)
 
 
-def _letter_prefix(text: str) -> re.Match[str] | None:
-    return LETTER_PREFIX.fullmatch(text)
-
-
-def _owner(text: str, folds: list[str]) -> int | None:
-    """The option whose text `text` is or begins with (the longest such), or None."""
+def _owner(text: str, folds: list[str], prefix: bool = True) -> int | None:
+    """The option whose text `text` is or (with `prefix`) begins with (the longest such), or None."""
     text = fold(text)
     exact = [i for i, f in enumerate(folds) if f and f == text]
-    if len(exact) == 1:
-        return exact[0]
-    starts = [i for i, f in enumerate(folds)
-              if f and text.startswith(f) and not (text[len(f):len(f) + 1].isascii() and text[len(f):len(f) + 1].isalnum())]
+    if len(exact) == 1 or not prefix:
+        return exact[0] if len(exact) == 1 else None
+    starts = [i for i, f in enumerate(folds) if f and text.startswith(f) and not _word_goes_on(text, len(f))]
     if starts:
         longest = max(len(folds[i]) for i in starts)
         best = [i for i in starts if len(folds[i]) == longest]
         return best[0] if len(best) == 1 else None
     return None
+
+
+def _word_goes_on(text: str, at: int) -> bool:
+    """Whether an English word continues at `at` (`no` does not begin `not sure`)."""
+    return text[at:at + 1].isascii() and text[at:at + 1].isalnum()
 
 
 SEPARATORS = ".,:;、。)-–—"
@@ -116,7 +122,7 @@ def _letter_reading(text: str, folds: list[str]) -> tuple[int | None, str]:
     """The option index a leading letter names (`C`, `(C)`, `C.`, `C) text`, `Option C`, `选项C`, `C项`), or
     None: with a reason when the letter is out of range or its text is another option's, else without
     (no letter: `A clerk` begins with a word)."""
-    m = _letter_prefix(text)
+    m = LETTER_PREFIX.fullmatch(text)
     if m is None:
         return None, ""
     letter, rest = m.group("l").upper(), m.group("rest")
@@ -127,7 +133,7 @@ def _letter_reading(text: str, folds: list[str]) -> tuple[int | None, str]:
     elif m.group("close") or body[0] in SEPARATORS:
         separated = True
     else:  # a letter directly before Chinese text is a label; before a space and a word it may be a word
-        separated = rest[0] != " " and not (rest[0].isascii() and rest[0].isalnum())
+        separated = rest[0] != " " and not _word_goes_on(rest, 0)
     said = _owner(body.lstrip(SEPARATORS + " "), folds) if body.strip(SEPARATORS + " ") else None
     if not separated and said != index:
         return None, ""
@@ -139,13 +145,20 @@ def _letter_reading(text: str, folds: list[str]) -> tuple[int | None, str]:
 
 
 def letter_of(answer: str, options: list[str]) -> tuple[str | None, str]:
-    """The option letter an answer names, or None and why: an option's text first (whole, then as the
-    answer's beginning), then a letter in any common dress, then the one option whose text it contains."""
+    """The option letter an answer names, or None and why: an option's whole text first, then a letter
+    followed by exactly its own text, then an option's text as the answer's beginning (`A clerk, as …`),
+    then a letter in any common dress, then the one option whose text the answer contains."""
     text = unicodedata.normalize("NFKC", answer).replace("**", "").strip().strip("`").strip()
-    folds = [fold(option) for option in options]
+    folds = _folds(tuple(options))
     if not fold(text):
         return None, "empty answer"
-    owner = _owner(text, folds)
+    owner = _owner(text, folds, prefix=False)
+    if owner is None and (m := LETTER_PREFIX.fullmatch(text)) is not None:  # `D. t` when option D is `t`
+        index = LABELS.index(m.group("l").upper())
+        if index < len(folds) and fold(m.group("rest").lstrip(SEPARATORS + " ")) == folds[index]:
+            owner = index
+    if owner is None:
+        owner = _owner(text, folds)
     if owner is None:
         owner, why = _letter_reading(text, folds)
         if why:
@@ -273,10 +286,6 @@ SPAN_END = re.compile(
     r"[.!?;](?=\s|$)|[。！？；]|[,，]\s*(?:as|because|since|which|according|so|given|based)\b|"
     r"[,，]\s*(?:因为|由于|根据|所以|因此|故|这|文中|原文)|\s(?:because|since|according\s+to|as\s+(?:stated|mentioned|"
     r"described|shown))\b", _I)
-MARKDOWN = re.compile(r"\*\*|__|`")
-
-
-
 @dataclass
 class _Found:
     """What one reply states: answers in order, and evidence quotes (strong: labelled; weak: introduced)."""
@@ -359,13 +368,13 @@ def _span_answer(value: str) -> str:
 def _label(line: str, options: list[str]) -> str | None:
     """The option a line names on its own: its text, or its letter alone or with its own text."""
     text = unicodedata.normalize("NFKC", line).strip()
-    folds = [fold(option) for option in options]
+    folds = _folds(tuple(options))
     if len(text) > 200 or not fold(text):
         return None
     exact = [i for i, f in enumerate(folds) if f == fold(text)]
     if len(exact) == 1:
         return LABELS[exact[0]]
-    m = _letter_prefix(text)
+    m = LETTER_PREFIX.fullmatch(text)
     index, _ = _letter_reading(text, folds)
     if m is None or index is None:
         return None
@@ -373,9 +382,9 @@ def _label(line: str, options: list[str]) -> str | None:
     return LABELS[index] if not rest or _owner(rest, folds) == index else None
 
 
-def _following(lines: list[str], i: int, block: bool, task: str) -> tuple[int, str, list[int]]:
-    """The value under a heading on line i: (line index, text, lines used): the next non-empty line, or
-    with `block` every line up to a blank one; nothing when a labelled line comes first."""
+def _following(lines: list[str], i: int, block: bool, task: str) -> tuple[str, list[int]]:
+    """The value under a heading on line i, and the lines it takes: the next non-empty line, or with
+    `block` every line up to a blank one; nothing when a labelled line comes first."""
     j = i + 1
     while j < len(lines) and not lines[j]:
         j += 1
@@ -389,7 +398,7 @@ def _following(lines: list[str], i: int, block: bool, task: str) -> tuple[int, s
         used.append(j + len(used))
         if not block:
             break
-    return j, " ".join(_quote(lines[k]) for k in used), used
+    return " ".join(_quote(lines[k]) for k in used), used
 
 
 def _heading(line: str) -> str:
@@ -406,14 +415,14 @@ def _line_hits(found: _Found, lines: list[str], i: int, offset: int, task: str) 
         value = groups.get("letter") or _latex(groups.get("boxed") or "") or line[m.end():end].rstrip(" |【[")
         position = offset + m.start()
         if not value.strip(" :：") and n == len(hits) - 1:  # a label with its value under it
-            _, value, used = _following(lines, i, kind == "evidence", task)
+            value, used = _following(lines, i, kind == "evidence", task)
         if kind == "answer":
             found.statements.append(Statement(position, value, None, "text"))
         elif _quote(value):
             found.quotes.append((position, _quote(value)))
     if not hits and (HEADING.fullmatch(_heading(line)) or EVIDENCE_HEADING.fullmatch(_heading(line))):
         evidence = EVIDENCE_HEADING.fullmatch(_heading(line)) is not None
-        _, value, used = _following(lines, i, evidence, task)
+        value, used = _following(lines, i, evidence, task)
         if value and evidence:
             found.quotes.append((offset, value))
         elif value:

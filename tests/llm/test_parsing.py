@@ -5,12 +5,14 @@ which must fail softly and be counted."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-
+from helpers.common import dev_set
 from helpers.reply_corpus import STYLES, cases, same_quote
 
+from expmrc.data.datasets import LABELS, load_dataset
 from expmrc.llm.jsonscan import MAX_DEPTH, scan
 from expmrc.llm.parsing import EVIDENCE_KEYS, choice_letter, letter_of, parse_reply, strip_reasoning
 
@@ -189,3 +191,20 @@ def test_a_megabyte_reply_parses():
 def test_every_evidence_key_is_documented():
     docs = (Path(__file__).resolve().parents[2] / "docs" / "llm.md").read_text(encoding="utf-8")
     assert [key for key in EVIDENCE_KEYS if f"`{key}`" not in docs] == []
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("subset", ["race", "c3"])
+def test_every_dev_set_option_given_by_its_text_or_letter_reads_back_as_its_own_letter(subset):
+    dataset = load_dataset(dev_set(subset))
+    wrong = []
+    for question in dataset.questions:
+        texts = [option.strip() for option in question.options]
+        if not all(texts) or len(set(texts)) < len(texts):
+            continue  # blank or repeated options name no single letter
+        for i, option in enumerate(question.options):
+            for reply in (json.dumps({"answer": option, "evidence": "x"}, ensure_ascii=False),
+                          f"Answer: {LABELS[i]}. {option}", f"答案：{option}"):
+                if parse_reply(reply, question.options).answer != LABELS[i]:
+                    wrong.append((question.qid, reply))
+    assert wrong == []
