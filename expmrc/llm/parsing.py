@@ -225,7 +225,7 @@ def _evidence_value(value: object) -> str | None:
     return None
 
 
-def json_statements(obj: dict, position: int) -> tuple[list[Statement], str | None]:
+def _json_statements(obj: dict, position: int) -> tuple[list[Statement], str | None]:
     """The answers an object states (the shallowest level holding an answer key), and its evidence."""
     levels = _levels(obj)
     evidence = next((e for level in levels for holder in level
@@ -497,7 +497,7 @@ def _read(text: str, options: list[str] | None) -> tuple[_Found, set[int], list[
     quotes: list[tuple[int, str]] = []
     spans, repaired = [], set()
     for obj in result.objects:
-        stated, evidence = json_statements(obj.value, obj.start)
+        stated, evidence = _json_statements(obj.value, obj.start)
         if stated or evidence is not None or not obj.repaired:
             spans.append((obj.start, obj.end))
         if obj.repaired:

@@ -154,6 +154,11 @@ def test_an_answer_restated_the_same_is_no_revision():
     assert (parsed.answer, parsed.evidence, parsed.status, parsed.note) == ("B", "He bought three apples.", "json", "")
 
 
+def test_answer_words_inside_a_quote_are_part_of_the_quote():
+    parsed = parse_reply('Answer: B. Evidence: "Tom said the answer is A." (line 2)', OPTIONS_EN)
+    assert (parsed.answer, parsed.evidence, parsed.status) == ("B", "Tom said the answer is A.", "text")
+
+
 def test_words_inside_a_json_string_are_not_read_as_statements():
     reply = '{"reasoning": "The answer is A? No: the answer is C.", "answer": "C", "evidence": "x"}'
     assert parse_reply(reply, OPTIONS_EN).status == "json"
