@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("expmrc.cli.report", "write a self-contained HTML page showing a submission, or comparing two"),
     "ground": ("expmrc.cli.ground", "find every evidence and span answer of a submission in its passage"),
     "llm": ("expmrc.cli.llm", "run a chat model (any OpenAI-compatible endpoint, or local) on a subset and score it"),
+    "lm-eval-path": ("expmrc.cli.lm_eval_path", "print the folder of the lm-evaluation-harness tasks (--include_path)"),
+    "export": ("expmrc.cli.export", "write subsets as a Hugging Face dataset folder (Parquet or JSON Lines) with its card"),
 }
 
 
