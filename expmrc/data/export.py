@@ -128,7 +128,8 @@ def card(written: list[Exported], loaded: list[Dataset], split: str) -> str:
 
     header = yaml.safe_dump(card_metadata(written, loaded, split), sort_keys=False, allow_unicode=True)
     configs = "\n".join(f"| `{w.subset}` | {NAMES.get(w.subset, w.subset)} | {w.rows} | `{w.file}` | "
-                        f"{SOURCES.get(w.subset, '')} |" for w in written)
+                        f"{SOURCES.get(w.subset, '')} | {'exact' if w.difference is None else 'differs at `' + w.difference + '`'} |"
+                        for w in written)
     first = written[0].subset
     return f"""---
 {header}---
@@ -140,8 +141,8 @@ passage span that is its evidence. SQuAD and CMRC 2018 are span extraction (Engl
 and C3 multiple choice (English, Chinese). Written by `expmrc export` from the original files, one row
 per question.
 
-| config | subset | questions | file | built on |
-| --- | --- | --- | --- | --- |
+| config | subset | questions | file | built on | round trip |
+| --- | --- | --- | --- | --- | --- |
 {configs}
 
 ```python
@@ -162,7 +163,8 @@ questions = load_dataset("PATH/TO/THIS/FOLDER", "{first}", split="{split}")
 | `evidences` | the annotated evidence texts (null where the file has none) |
 | `version`, `title`, `passage_id`, `position` | the file's `version`, the article's title, the paragraph's or passage's `id`, and the question's place in the file, so that the original JSON can be rebuilt |
 
-Back to the ExpMRC JSON that `eval_expmrc.py` and `expmrc evaluate` read (the same document, key order aside):
+Back to the ExpMRC JSON that `eval_expmrc.py` and `expmrc evaluate` read (where the round trip above is
+exact, the source document itself, key order aside):
 
 ```python
 import json
