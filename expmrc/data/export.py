@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from expmrc.data.datasets import Dataset
-from expmrc.data.io import atomic_directory, check_output_path
+from expmrc.data.io import atomic_directory
 from expmrc.data.rows import dataset_rows, document, first_difference
 from expmrc.errors import ExpmrcError
 
-FORMATS = {"parquet": "parquet", "jsonl": "jsonl"}  # --format -> file extension
+FORMATS = ("parquet", "jsonl")  # --format, which is also the files' extension
 LICENSE = "cc-by-sa-4.0"
 NAMES = {"squad": "SQuAD", "cmrc2018": "CMRC 2018", "race": "RACE+", "c3": "C3"}
 SOURCES = {"squad": "SQuAD 1.1 (Rajpurkar et al., 2016)", "cmrc2018": "CMRC 2018 (Cui et al., 2019)",
@@ -79,7 +79,7 @@ def write_subset(folder: Path, dataset: Dataset, fmt: str, split: str) -> Export
     datasets, _ = libraries()
     rows = dataset_rows(dataset)
     table = datasets.Dataset.from_list(rows, features=features())
-    relative = f"{dataset.subset}/{split}.{FORMATS[fmt]}"
+    relative = f"{dataset.subset}/{split}.{fmt}"
     path = folder / relative
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
@@ -101,7 +101,6 @@ def export(loaded: list[Dataset], fmt: str, output: str, split: str, overwrite: 
                               "one config per subset, so export it into another folder")
         seen[dataset.subset] = dataset.path
     libraries()
-    check_output_path(output, "dir")
     with atomic_directory(output, overwrite=overwrite) as staging:
         written = [write_subset(staging, dataset, fmt, split) for dataset in loaded]
         (staging / "README.md").write_text(card(written, loaded, split), encoding="utf-8")
