@@ -104,7 +104,8 @@ def test_a_rerun_sends_no_request_twice(tmp_path):
         assert len(server.requests) == 2
         assert llm(tmp_path, path, server.url, "--temperature", "0.5", out="three") == 0  # other sampling: new key
         assert len(server.requests) == 4
-    assert read(tmp_path / "two", "run_info.json")["replies"] == {"sent": 0, "cached": 2, "imported_from": None}
+    assert read(tmp_path / "two", "run_info.json")["replies"] == {"sent": 0, "cached": 2, "cached_by_old_key": 0,
+                                                                  "unusable": 0, "truncated": 0, "imported_from": None}
     assert read(tmp_path / "two", "predictions.json") == read(tmp_path / "one", "predictions.json")
 
 
@@ -261,12 +262,13 @@ def test_a_killed_run_leaves_no_output_and_resumes_paying_nothing_twice(tmp_path
         child.wait()
         assert not run.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".run")] == []
         with sqlite3.connect(cache) as db:
-            cached = db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+            cached = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         assert 1 <= cached < 8
         before = len(server.requests)
         subprocess.run(argv + ["--base-url", server.url], env=environment(), check=True, stderr=subprocess.DEVNULL)
         assert len(server.requests) - before == 8 - cached
-    assert read(run, "run_info.json")["replies"] == {"sent": 8 - cached, "cached": cached, "imported_from": None}
+    replies = read(run, "run_info.json")["replies"]
+    assert (replies["sent"], replies["cached"], replies["unusable"]) == (8 - cached, cached, 0)
 
 
 
