@@ -4,8 +4,9 @@ requests at a time.
 Requests run in daemon worker threads, and each reply is cached by its worker the moment it arrives, so
 neither a kill nor Ctrl-C loses a reply that was paid for. On Ctrl-C no new request starts; the requests
 in flight are waited for (at most `wait` seconds; a second Ctrl-C stops waiting) and cached; then
-`Interrupted` says how many replies are cached. SIGTERM and a failed request (a refused key, say) stop at
-once: retries still waiting are abandoned, and no thread keeps the process alive.
+`Interrupted` says how many replies are cached. SIGTERM does the same but waits at most `TERM_WAIT` seconds.
+A failed request (a refused key, say) stops the run at once. Retries still waiting are abandoned, and no
+thread keeps the process alive.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from expmrc.errors import Terminated, warn
-from expmrc.llm.backends import Abandoned, FormatRefused
+from expmrc.llm.backends import FormatRefused
 from expmrc.llm.cache import ResponseCache, old_request_key, request_key
 from expmrc.llm.completion import Reply
 
 NOTICE_AFTER = 2.0  # seconds of waiting for requests in flight after Ctrl-C before saying so
+TERM_WAIT = 5.0  # the longest SIGTERM waits for requests in flight
 
 
 @dataclass
@@ -104,9 +106,10 @@ class _Pool:
                 with self._lock:
                     self.active -= 1
 
-    def wait_in_flight(self, seconds: float) -> None:
-        """Wait until no request is in flight, at most `seconds` (a second Ctrl-C stops waiting)."""
-        start, told = time.monotonic(), False
+    def wait_in_flight(self, seconds: float, notice: bool) -> None:
+        """Wait until no request is in flight, at most `seconds` (a second signal stops waiting); with `notice`,
+        say so when it takes a while."""
+        start, told = time.monotonic(), not notice
         try:
             while self.active and time.monotonic() - start < seconds:
                 if not told and time.monotonic() - start > NOTICE_AFTER:
@@ -114,7 +117,7 @@ class _Pool:
                           "(Ctrl-C again to leave them)", file=sys.stderr)
                     told = True
                 time.sleep(0.05)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Terminated):
             pass
 
 
@@ -169,8 +172,10 @@ def fetch(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCach
                 raise outcome
             for rid, reply, from_cache, structured in outcome:
                 fetched.replies[rid] = reply
-                (fetched.cached.add(rid) if from_cache else None)
-                (fetched.structured.add(rid) if structured else None)
+                if from_cache:
+                    fetched.cached.add(rid)
+                if structured:
+                    fetched.structured.add(rid)
                 tokens += reply.completion_tokens
             bar.update(len(chunk))
             bar.set_postfix_str(f"{tokens / max(time.perf_counter() - start, 1e-9):.1f} tokens/s")
@@ -178,9 +183,11 @@ def fetch(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCach
         pool.stop.set()
         backend.stop.set()
         bar.close()
-        if isinstance(exc, KeyboardInterrupt):
-            pool.wait_in_flight(wait)
-        raise Interrupted(130 if isinstance(exc, KeyboardInterrupt) else 143,
+        ctrl_c = isinstance(exc, KeyboardInterrupt)
+        pool.wait_in_flight(wait if ctrl_c else min(wait, TERM_WAIT), notice=ctrl_c)
+        if cache is not None:
+            cache.close()  # a reply arriving from now on is not counted, so it is not stored either
+        raise Interrupted(130 if ctrl_c else 143,
                           len(fetched.cached) + len(stored), len(requests)) from None
     finally:
         pool.stop.set()
@@ -188,5 +195,3 @@ def fetch(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCach
         bar.close()
     return fetched
 
-
-__all__ = ["Abandoned", "Fetched", "Interrupted", "fetch", "lookup"]

@@ -45,6 +45,7 @@ class FakeChatServer:
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False  # closing never waits for a handler still sleeping (a scripted hang)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property

@@ -15,26 +15,12 @@ from pathlib import Path
 import pytest
 from helpers.common import environment, needs_punkt
 from helpers.fake_openai import FakeChatServer
-from helpers.llm_data import DATASETS, official_scores, write_dataset, write_training
+from helpers.llm_data import DATASETS, gold_reply, official_scores, write_dataset, write_training
 
 from expmrc.cli import main
 from expmrc.data.datasets import load_dataset
 
 SECRET = "sk-test-secret-0123456789"
-
-
-def gold_reply(dataset_path: str):
-    """A server script answering each question from the gold data, the way chat models dress it: prose
-    around the JSON, a code fence, evidence with changed spacing and full-width punctuation."""
-    dataset = load_dataset(dataset_path)
-    by_question = {q.question: q for q in dataset.questions}
-
-    def reply(body: dict) -> str:
-        question = next(q for text, q in by_question.items() if text in body["messages"][-1]["content"])
-        answer = question.answer if hasattr(question, "answer") else question.answers[0]
-        evidence = question.evidences[0].replace(" ", "  ").replace("，", ",").replace("。", ".")
-        return f'Sure.\n```json\n{json.dumps({"answer": answer, "evidence": evidence}, ensure_ascii=False)}\n```'
-    return reply
 
 
 def llm(tmp_path: Path, dataset: str, url: str, *extra: str, out: str = "run") -> int:
