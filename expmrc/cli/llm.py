@@ -163,6 +163,10 @@ def run(args: argparse.Namespace) -> int:
     except Interrupted as stop:
         print(stopped_line(args, stop.status, stop.cached, stop.total), file=sys.stderr)
         return stop.status
+    except (KeyboardInterrupt, Terminated) as exc:  # while the model loads or the cache is read: nothing sent
+        word, status = ("interrupted", 130) if isinstance(exc, KeyboardInterrupt) else ("terminated", 143)
+        print(f"{word} before any request was sent; rerun with: {resume_command(args)}", file=sys.stderr)
+        return status
     try:
         lines = llm.finish(args, prepared, fetched, backend, start)
     except (KeyboardInterrupt, Terminated) as exc:

@@ -15,6 +15,7 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,25 +122,20 @@ class _Pool:
             pass
 
 
-def fetch(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCache | None, concurrency: int,
-          progress: bool = True, wait: float = 600.0, old_keys: bool = False) -> Fetched:
-    """Every reply by request id: from the cache where present, else from the backend; each new real reply is
-    cached the moment it arrives. Ctrl-C or SIGTERM raise `Interrupted` (see the module's docstring)."""
-    fetched = lookup(requests, backend, cache, old_keys)
-    missing = [rid for rid in requests if rid not in fetched.replies]
-    chunks = [missing[i:i + backend.batch_size] for i in range(0, len(missing), backend.batch_size)]
-    stored: set[str] = set()  # ids whose reply a worker put in the cache
+def _asker(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCache | None,
+           stored: set[str]) -> Callable[[list[str]], list[tuple[str, Reply, bool, bool]]]:
+    """What a worker runs on a chunk of ids: (id, reply, from the cache, asked with response_format) for each.
+    Each real reply is cached at once and its id added to `stored`; after a `response_format` refusal the
+    plain requests are looked up in the cache before they are sent."""
     identity = backend.identity()
-    backend.stop.clear()
 
     def ask(chunk: list[str]) -> list[tuple[str, Reply, bool, bool]]:
-        """(id, reply, from the cache, asked with response_format) for each id of a chunk."""
         done: list[tuple[str, Reply, bool, bool]] = []
         todo, recheck = list(chunk), False
         while todo:
             bodies = {rid: backend.as_sent(requests[rid]) for rid in todo}
             keys = {rid: request_key(identity, body) for rid, body in bodies.items()}
-            if recheck and cache is not None:  # after a response_format refusal: the plain request may be cached
+            if recheck and cache is not None:
                 hits = {rid: hit for rid in todo if (hit := cache.get(keys[rid])) is not None}
                 done += [(rid, hit, True, "response_format" in bodies[rid]) for rid, hit in hits.items()]
                 todo = [rid for rid in todo if rid not in hits]
@@ -157,9 +153,20 @@ def fetch(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCach
                 done.append((rid, reply, False, "response_format" in bodies[rid]))
             todo = []
         return done
+    return ask
 
+
+def fetch(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCache | None, concurrency: int,
+          progress: bool = True, wait: float = 600.0, old_keys: bool = False) -> Fetched:
+    """Every reply by request id: from the cache where present, else from the backend; each new real reply is
+    cached the moment it arrives. Ctrl-C or SIGTERM raise `Interrupted` (see the module's docstring)."""
+    fetched = lookup(requests, backend, cache, old_keys)
+    missing = [rid for rid in requests if rid not in fetched.replies]
+    chunks = [missing[i:i + backend.batch_size] for i in range(0, len(missing), backend.batch_size)]
+    stored: set[str] = set()  # ids whose reply a worker put in the cache
+    backend.stop.clear()
     bar = tqdm(total=len(missing), desc="llm", unit="request", disable=not progress or not missing, dynamic_ncols=True)
-    pool = _Pool(chunks, concurrency if backend.parallel else 1, ask)
+    pool = _Pool(chunks, concurrency if backend.parallel else 1, _asker(requests, backend, cache, stored))
     start, tokens, finished = time.perf_counter(), 0, 0
     try:
         while finished < len(chunks):
@@ -187,11 +194,9 @@ def fetch(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCach
         pool.wait_in_flight(wait if ctrl_c else min(wait, TERM_WAIT), notice=ctrl_c)
         if cache is not None:
             cache.close()  # a reply arriving from now on is not counted, so it is not stored either
-        raise Interrupted(130 if ctrl_c else 143,
-                          len(fetched.cached) + len(stored), len(requests)) from None
+        raise Interrupted(130 if ctrl_c else 143, len(fetched.cached) + len(stored), len(requests)) from None
     finally:
         pool.stop.set()
         backend.stop.set()
         bar.close()
     return fetched
-

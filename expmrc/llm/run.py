@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from expmrc import __version__
-from expmrc.data.datasets import ChoiceQuestion, Dataset, Question, dataset_document
+from expmrc.data.datasets import ChoiceQuestion, Dataset, dataset_document
 from expmrc.data.io import atomic_directory
 from expmrc.errors import ExpmrcError
+from expmrc.llm.chat import Sampling, SystemPrompt, build_requests, read_system_prompt
 from expmrc.llm.completion import Reply
 from expmrc.llm.fetch import Fetched
 from expmrc.llm.parsing import STATUSES, Parsed, parse_reply, strip_reasoning
-from expmrc.llm.prompts import PromptTemplate, answer_schema, build_messages
+from expmrc.llm.prompts import PromptTemplate
 from expmrc.llm.samples import Choice, agreement_summary, choose, request_ids, sample_grounding
 from expmrc.llm.shots import Shot
 
@@ -30,94 +31,6 @@ MAX_PARSED_CHARS = 200_000  # a reply longer than this (reasoning blocks aside) 
 RUN_FILES = ("predictions.json", "grounded.json", "responses.jsonl", "run_info.json", "scores.json", "dataset.json")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _NAMED = 5  # question ids named in a summary line
-
-
-@dataclass
-class Sampling:
-    """The sampling parameters sent with every request (and part of the cache key); `samples` per question."""
-
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = 512
-    seed: int = 0
-    samples: int = 1
-
-
-@dataclass(frozen=True)
-class SystemPrompt:
-    """The system message: the template's (`text` None) or the user's, sent as a system turn or merged into
-    the first user turn (`merge`, for chat templates without a system role)."""
-
-    text: str | None = None
-    source: str = "template"  # "template", "text" or "file:PATH"
-    merge: bool = False
-
-
-def read_system_prompt(value: str | None, merge: bool) -> SystemPrompt:
-    """--system-prompt TEXT|FILE: a file that exists is read, anything else is the text itself."""
-    if value is None:
-        return SystemPrompt(merge=merge)
-    if os.path.isfile(value):
-        try:
-            text = Path(value).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ExpmrcError(f"{value}: cannot read the system prompt: {exc}") from None
-        source = f"file:{value}"
-    else:
-        if re.fullmatch(r"\S+\.(?:txt|md|j2|jinja|prompt)", value):
-            raise ExpmrcError(f"--system-prompt {value}: no such file (give the text itself, or a file that exists)")
-        text, source = value, "text"
-    if not text.strip():
-        raise ExpmrcError(f"--system-prompt {value!r}: empty; give the text of a system message (or a file holding "
-                          "it), or leave the flag out for the template's own")
-    return SystemPrompt(text, source, merge)
-
-
-def with_system(messages: list[dict[str, str]], system: SystemPrompt) -> list[dict[str, str]]:
-    """The messages with the chosen system text, as a system turn or merged into the first user turn."""
-    has_system = bool(messages) and messages[0]["role"] == "system"
-    text = system.text if system.text is not None else (messages[0]["content"] if has_system else "")
-    rest = messages[1:] if has_system else messages
-    if not system.merge:
-        return [{"role": "system", "content": text}, *rest] if text else list(rest)
-    merged = [dict(m) for m in rest]
-    first = next((m for m in merged if m["role"] == "user"), None)
-    if first is not None and text:
-        first["content"] = f"{text}\n\n{first['content']}"
-    return merged
-
-
-def render(template: PromptTemplate, question: Question, language: str, shots: list[Shot]) -> list[dict[str, str]]:
-    """The messages of one question; any error of a user's template (an {% include %}, a division by zero) is one line."""
-    try:
-        return build_messages(template, question, language, shots)
-    except ExpmrcError:
-        raise
-    except Exception as exc:
-        detail = " ".join(str(exc).split())[:200]
-        raise ExpmrcError(f"prompt template {template.name}: cannot render question {question.qid}: "
-                          f"{type(exc).__name__}: {detail}") from None
-
-
-def build_requests(questions: list[Question], template: PromptTemplate, language: str, shots: list[Shot],
-                   model: str, sampling: Sampling, structured: bool,
-                   system: SystemPrompt = SystemPrompt()) -> dict[str, dict[str, Any]]:
-    """The chat-completions body of every request, by request id (see samples.request_ids); template errors
-    surface here, before any request."""
-    requests = {}
-    for question in questions:
-        body: dict[str, Any] = {"model": model,
-                                "messages": with_system(render(template, question, language, shots), system),
-                                "temperature": sampling.temperature, "top_p": sampling.top_p,
-                                "max_tokens": sampling.max_tokens}
-        if structured:
-            n_options = len(question.options) if isinstance(question, ChoiceQuestion) else 0
-            schema = answer_schema(template.task, n_options)
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "expmrc_reply", "schema": schema, "strict": True}}
-        for i, rid in enumerate(request_ids(question.qid, sampling.samples)):
-            requests[rid] = {**body, "seed": sampling.seed + i}
-    return requests
 
 
 def limited(dataset: Dataset, limit: int | None) -> Dataset:
@@ -157,9 +70,6 @@ def check_flags(args: Any) -> None:
     if args.shots and not args.shots_file:
         raise ExpmrcError("--shots needs --shots-file, a labelled file to draw examples from "
                           "(e.g. `expmrc pseudo` output on the training set)")
-    if args.output and Path(args.output).resolve() in (Path.cwd().resolve(), *Path.cwd().resolve().parents):
-        raise ExpmrcError(f"--output {args.output}: is the current folder or one above it; RUN_DIR is replaced "
-                          "whole when the run ends, so give a folder of its own (e.g. runs/NAME)")
 
 
 def prepare(args: Any) -> Prepared:
@@ -210,6 +120,9 @@ def check_outputs(args: Any, inputs: list[str]) -> None:
     if not args.output:
         raise ExpmrcError("--output RUN_DIR is required (unless --export-batch)")
     target = check_output_path(args.output, "dir")
+    if target.resolve() in (Path.cwd().resolve(), *Path.cwd().resolve().parents):
+        raise ExpmrcError(f"--output {args.output}: is the current folder or one above it; RUN_DIR is replaced "
+                          "whole when the run ends, so give a folder of its own (e.g. runs/NAME)")
     if not target.is_dir() or not any(target.iterdir()):
         return
     if not args.overwrite:

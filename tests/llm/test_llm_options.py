@@ -112,8 +112,21 @@ def test_a_local_chat_template_without_a_system_role_is_one_line_naming_no_syste
             "--no-cache", "--output", str(tmp_path / "run")]
     status, _, err = run_cli(argv)
     assert_refused(status, err, "System role not supported; pass --no-system")
-    assert run_cli(argv + ["--no-system"])[0] == 0
+    assert run_cli(argv + ["--no-system", "--samples", "2", "--temperature", "0.9"])[0] == 0
+    record = read_run(tmp_path / "run", "responses.jsonl")[0]
+    assert len(record["samples"]) == 2 and all(s["completion_tokens"] > 0 for s in record["samples"])
     assert read_run(tmp_path / "run", "scores.json")["questions"] == 2
+
+
+def test_samples_go_to_a_batch_file_one_line_each(tmp_path):
+    path = write_dataset(tmp_path, "c3")
+    batch = tmp_path / "batch.jsonl"
+    assert run_cli(["llm", path, "--model", "m", "--samples", "3", "--temperature", "0.8", "--seed", "7",
+                    "--export-batch", str(batch)])[0] == 0
+    lines = [json.loads(line) for line in batch.read_text(encoding="utf-8").splitlines()]
+    assert [(line["custom_id"], line["body"]["seed"]) for line in lines[:3]] == [("c1-0#0", 7), ("c1-0#1", 8),
+                                                                                ("c1-0#2", 9)]
+    assert len(lines) == 6
 
 
 @pytest.mark.parametrize("subset", ["cmrc2018", "c3"])
