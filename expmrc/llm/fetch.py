@@ -125,17 +125,17 @@ class _Pool:
 def _asker(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCache | None,
            stored: set[str]) -> Callable[[list[str]], list[tuple[str, Reply, bool, bool]]]:
     """What a worker runs on a chunk of ids: (id, reply, from the cache, asked with response_format) for each.
-    Each real reply is cached at once and its id added to `stored`; after a `response_format` refusal the
-    plain requests are looked up in the cache before they are sent."""
+    Each body is looked up in the cache just before it is sent (once the server has refused `response_format`,
+    the plain request may be there), and each real reply is cached at once and its id added to `stored`."""
     identity = backend.identity()
 
     def ask(chunk: list[str]) -> list[tuple[str, Reply, bool, bool]]:
         done: list[tuple[str, Reply, bool, bool]] = []
-        todo, recheck = list(chunk), False
+        todo = list(chunk)
         while todo:
             bodies = {rid: backend.as_sent(requests[rid]) for rid in todo}
             keys = {rid: request_key(identity, body) for rid, body in bodies.items()}
-            if recheck and cache is not None:
+            if cache is not None:
                 hits = {rid: hit for rid in todo if (hit := cache.get(keys[rid])) is not None}
                 done += [(rid, hit, True, "response_format" in bodies[rid]) for rid, hit in hits.items()]
                 todo = [rid for rid in todo if rid not in hits]
@@ -144,7 +144,6 @@ def _asker(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCac
             try:
                 replies = backend.complete([bodies[rid] for rid in todo])
             except FormatRefused:
-                recheck = True
                 continue
             for rid, reply in zip(todo, replies):
                 if cache is not None and reply.cacheable:
