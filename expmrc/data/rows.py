@@ -38,7 +38,9 @@ def _span_rows(dataset: Dataset) -> Iterable[dict[str, Any]]:
         for p, paragraph in enumerate(article["paragraphs"]):
             passage_id = paragraph.get("id")
             for q in range(len(paragraph["qas"])):
-                question = next(questions)
+                question = next(questions, None)
+                if question is None:  # a dataset cut to its first questions (`--limit`)
+                    return
                 assert isinstance(question, SpanQuestion)
                 yield {**_common(dataset, question), "context": question.context, "options": [],
                        "answers": {"text": _texts(question.answers), "answer_start": list(question.answer_starts)},
@@ -52,7 +54,9 @@ def _choice_rows(dataset: Dataset) -> Iterable[dict[str, Any]]:
     questions = iter(dataset.questions)
     for a, sample in enumerate(dataset.raw["data"]):
         for _ in range(len(sample["answers"])):
-            question = next(questions)
+            question = next(questions, None)
+            if question is None:  # a dataset cut to its first questions (`--limit`)
+                return
             assert isinstance(question, ChoiceQuestion)
             yield {**_common(dataset, question), "context": question.passage, "options": list(question.options),
                    "answers": {"text": [question.answer], "answer_start": []}, "title": None,

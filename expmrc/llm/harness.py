@@ -12,10 +12,11 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-from expmrc.data.datasets import Dataset, load_dataset
+from expmrc.data.datasets import ChoiceQuestion, Dataset, load_dataset
 from expmrc.data.rows import dataset_rows, question_of
-from expmrc.llm.backends import Reply
-from expmrc.llm.prompts import build_messages, choose_template, reply_json
+from expmrc.llm.chat import SystemPrompt, render, with_system
+from expmrc.llm.completion import Reply
+from expmrc.llm.prompts import choose_template, reply_json
 from expmrc.llm.shots import labelled
 
 TASKS_FOLDER = "lm_eval_tasks"
@@ -28,12 +29,14 @@ def tasks_path() -> str:
 
 
 def prompt_columns(dataset: Dataset, template_name: str) -> list[dict[str, str]]:
-    """Per question: the template's system and user messages, the JSON reply a solved example would give
-    (its gold answer and first evidence; empty when it lacks one) and the template's name."""
+    """Per question: the system and user messages `expmrc llm` sends with the template (zero-shot, the
+    template's own system message), the JSON reply a solved example would give (its gold answer and first
+    evidence; empty when it lacks one) and the template's name."""
     template = choose_template(template_name, dataset.kind, dataset.language)
     columns = []
     for question in dataset.questions:
-        system, user = (m["content"] for m in build_messages(template, question, dataset.language, []))
+        messages = with_system(render(template, question, dataset.language, []), SystemPrompt())
+        system, user = (m["content"] for m in messages)
         shot = labelled(question)
         columns.append({"system": system, "prompt": user, "target": reply_json(shot[1], shot[2]) if shot else "",
                         "template": template.name})
@@ -63,14 +66,15 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]
     """One reply read and scored as `expmrc llm` reads and scores it: answer F1 (accuracy for multiple
     choice), evidence F1 and overall as `expmrc evaluate --details` gives them (0-1), and whether grounding
     does not trust the evidence (0 or 1)."""
-    from expmrc.llm.run import ground, parse_all, submission_of
+    from expmrc.llm.run import ground, parse_one, submission_of
     from expmrc.scoring.scorer import score
 
     question = question_of(doc)
     dataset = Dataset(path=f"lm-eval:{doc['subset']}", version=doc["version"], subset=doc["subset"],
                       questions=[question])
-    reply = results[0] if results else ""
-    submission = submission_of(parse_all([question], {question.qid: Reply(text=str(reply or ""))}))
+    reply = Reply(text=str(results[0] or "")) if results else None
+    options = question.options if isinstance(question, ChoiceQuestion) else None
+    submission = submission_of({question.qid: parse_one(reply, options)})
     scored = score(dataset, submission).questions[0]
     _, _, grounding = ground(dataset, submission)
     return {"ANS_F1": scored.answer, "EVI_F1": float(scored.evidence or 0.0),
