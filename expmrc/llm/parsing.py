@@ -116,6 +116,7 @@ def _word_goes_on(text: str, at: int) -> bool:
 
 
 SEPARATORS = ".,:;、。)-–—"
+CONNECTIVE = re.compile(r"(?:because|since|as|is|was|fits|matches)\b", re.IGNORECASE)  # `A because …`
 
 
 def _letter_reading(text: str, folds: list[str]) -> tuple[int | None, str]:
@@ -128,12 +129,12 @@ def _letter_reading(text: str, folds: list[str]) -> tuple[int | None, str]:
     letter, rest = m.group("l").upper(), m.group("rest")
     index = LABELS.index(letter)
     body = rest.lstrip()
-    if not body:
+    if not body or m.group("close") or body[0] in SEPARATORS:
         separated = True
-    elif m.group("close") or body[0] in SEPARATORS:
-        separated = True
-    else:  # a letter directly before Chinese text is a label; before a space and a word it may be a word
-        separated = rest[0] != " " and not _word_goes_on(rest, 0)
+    elif not text[m.end("l")].isspace():  # directly before Chinese text a label, before Latin text a word's start
+        separated = not _word_goes_on(text, m.end("l"))
+    else:  # before a space and a word: `A`, `a` and `I` are English words (`A clerk`), other letters labels
+        separated = m.group("l") not in "AaIi" or CONNECTIVE.match(body) is not None
     said = _owner(body.lstrip(SEPARATORS + " "), folds) if body.strip(SEPARATORS + " ") else None
     if not separated and said != index:
         return None, ""

@@ -121,10 +121,16 @@ RACE_LIKE = ["A clerk.", "A teacher.", "An actor.", "a nurse"]
     ("A clerk.", "A"), ("A teacher.", "B"), ("a teacher", "B"), ("An actor.", "C"), ("a nurse", "D"),
     ("A nurse, as the passage says", "D"), ("A teacher. She works at a school.", "B"), ("B. A teacher.", "B"),
     ("(B) A teacher.", "B"), ("B", "B"), ("b", "B"), ("Option D", "D"), ("D) a nurse", "D"), ("A", "A"),
+    ("A because she works at a bank", "A"), ("B whatever follows", "B"), ("C  (the third)", "C"),
 ])
 def test_option_text_is_matched_before_a_leading_letter_like_word(answer, letter):
     assert choice_letter(answer, RACE_LIKE) == letter
     assert parse_reply(f'{{"answer": "{answer}", "evidence": "x"}}', RACE_LIKE).answer == letter
+
+
+def test_an_article_before_words_that_are_no_option_is_no_letter():
+    assert letter_of("A clerk at the bank", ["A teacher.", "A nurse."]) == \
+        (None, "answer 'A clerk at the bank' names no option")
 
 
 def test_a_letter_whose_text_is_another_options_is_refused_with_the_reason():
