@@ -267,8 +267,7 @@ def ground(dataset: Dataset, submission: dict[str, Any]) -> tuple[dict[str, Any]
 
     result = ground_submission(dataset, submission)
     details = {d["id"]: {k: v for k, v in d.items() if k != "id"} for d in result.details}
-    return result.submission, details, {"counts": result.counts, "answer_counts": result.answer_counts,
-                                        "unverified_evidence_rate": result.unverified_rate}
+    return result.submission, details, result.summary()
 
 
 def scores(dataset: Dataset, submission: dict[str, Any], name: str) -> dict[str, Any]:
@@ -324,11 +323,12 @@ def run_info(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, pars
 def summary_lines(path: str, summary: dict[str, Any], info: dict[str, Any]) -> list[str]:
     """What the run prints: parse counts, grounding, raw and grounded scores, where it wrote."""
     parse = ", ".join(f"{k} {v}" for k, v in summary["parse"].items())
+    from expmrc.text.grounding import trust_line
+
     counts = ", ".join(f"{k} {v}" for k, v in summary["grounding"]["counts"].items())
-    rate = summary["grounding"]["unverified_evidence_rate"]
     lines = [(f"{summary['questions']} questions: {info['replies']['sent']} requests sent, "
              f"{info['replies']['cached']} from the cache"),
-             f"parsed: {parse}", f"grounding: {counts}; unverified evidence {100 * rate:.1f}%"]
+             f"parsed: {parse}", f"grounding: {counts}", trust_line(summary["grounding"])]
     for name in ("raw", "grounded"):
         s = summary[name]
         lines.append(f"{name:>8}: ALL_F1 {s['ALL_F1']:.3f}  ANS_F1 {s['ANS_F1']:.3f}  EVI_F1 {s['EVI_F1']:.3f}")

@@ -7,12 +7,13 @@ that finds anything wins, and `choose` picks one of its spans. Policies, registe
 - `offset`: the text exactly where a given offset (`start`) says, or nothing.
 - `verbatim`: every occurrence, character for character (overlapping ones included).
 - `whitespace`: every match that lets any run of whitespace in the text match any run in the passage.
-- `normalized`: every match after NFKC, full-/half-width punctuation folded to ASCII, quote marks and
-  whitespace dropped and case folded, on both sides; each match is mapped back to the passage
-  characters it came from.
-- `fuzzy`: one alignment over word tokens (over letters and digits in a CJK passage) with rapidfuzz:
-  the passage window most like the text, its score the share of the text's tokens matched in order,
-  in runs of two or more (0-100).
+- `normalized`: every match after the form is folded on both sides (`fold`: NFKC, full-/half-width
+  punctuation to ASCII, traditional Chinese script to simplified with OpenCC, English negative
+  contractions spelt out, case folded) and quote marks and whitespace dropped; each match is mapped
+  back to the passage characters it came from.
+- `fuzzy`: one alignment over word tokens of the folded form (over letters and digits in a CJK passage)
+  with rapidfuzz: the passage window most like the text, its score the share of the text's tokens
+  matched in order, in runs of two or more (0-100).
 
 Of several spans, `choose` takes the one holding `holding` (an evidence holding the answer), else one
 lying within `within` (an answer inside its evidence), else the one starting nearest `near`, else the
@@ -35,6 +36,10 @@ _FOLD = str.maketrans({"。": ".", "、": ",", "｡": ".", "､": ",", "—": "-
                        "【": "[", "】": "]", "〔": "(", "〕": ")"})
 QUOTES = frozenset("\"'`“”‘’„‟«»「」『』＂＇‹›〝〞")
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0003134f]")
+# English negative contractions and `cannot`, spelt out (their stems where the spelling changes): a form
+_CONTRACTION = re.compile(r"\b(\w+?)n['’ʼ＇]t\b|\b(can)(not)\b", re.IGNORECASE)
+_STEMS = {"ca": "can", "wo": "will", "sha": "shall"}
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 _CHARACTER = re.compile(r"[^\W_]")
 
@@ -133,17 +138,59 @@ def _whitespace(passage: str, text: str, hint: Hint) -> list[tuple[Span, float]]
     return [(m.span(), 100.0) for m in pattern.finditer(passage)]
 
 
+@lru_cache(maxsize=1)
+def _simplified() -> Callable[[str], str]:
+    """OpenCC's traditional-to-simplified conversion of one character (loaded once)."""
+    import opencc
+
+    return opencc.OpenCC("t2s").convert
+
+
+@lru_cache(maxsize=65536)
+def _fold_char(ch: str) -> str:
+    """One character's folded form: NFKC, punctuation to ASCII, simplified script, case folded."""
+    text = unicodedata.normalize("NFKC", ch).translate(_FOLD)
+    if _HAN.search(text):
+        text = "".join(_simplified()(c) for c in text)
+    return text.casefold()
+
+
+def _spelt_out(match: re.Match) -> list[tuple[str, Span]]:
+    """A negative contraction (`didn't`, `can't`, `won't`) or `cannot` as its two words: (stem, its span),
+    (" not", the span of `n't` or `not`)."""
+    stem = 1 if match.group(1) else 2
+    word = match.group(stem).casefold()
+    return [(_STEMS.get(word, word), match.span(stem)), (" not", (match.end(stem), match.end()))]
+
+
 @lru_cache(maxsize=256)
-def normalized(text: str) -> tuple[str, tuple[int, ...]]:
-    """The normalized form of `text` (module docstring) and, per character of it, its source index."""
+def fold(text: str) -> tuple[str, tuple[int, ...]]:
+    """The form of `text` that differences of form do not change (module docstring; whitespace kept) and, per
+    character of it, its source index in `text` (non-decreasing)."""
     out: list[str] = []
     source: list[int] = []
-    for i, ch in enumerate(text):
-        for c in unicodedata.normalize("NFKC", ch).translate(_FOLD).casefold():
-            if not c.isspace() and c not in QUOTES:
-                out.append(c)
-                source.append(i)
+    at = 0
+    for match in [*_CONTRACTION.finditer(text), None]:
+        stop = len(text) if match is None else match.start()
+        for i in range(at, stop):
+            folded = _fold_char(text[i])
+            out.append(folded)
+            source += [i] * len(folded)
+        if match is not None:
+            for words, (start, end) in _spelt_out(match):
+                out.append(words)
+                source += [start + k * (end - start) // len(words) for k in range(len(words))]
+            at = match.end()
     return "".join(out), tuple(source)
+
+
+@lru_cache(maxsize=256)
+def normalized(text: str) -> tuple[str, tuple[int, ...]]:
+    """The folded form of `text` without quote marks and whitespace (module docstring) and, per character of it,
+    its source index."""
+    form, source = fold(text)
+    kept = [k for k, c in enumerate(form) if not c.isspace() and c not in QUOTES]
+    return "".join(form[k] for k in kept), tuple(source[k] for k in kept)
 
 
 @policy("normalized")
@@ -155,10 +202,11 @@ def _normalized(passage: str, text: str, hint: Hint) -> list[tuple[Span, float]]
 
 @lru_cache(maxsize=256)
 def tokens(text: str, characters: bool = False) -> tuple[tuple[str, ...], tuple[Span, ...]]:
-    """Word tokens of `text` (a CJK character is one; with `characters`, every letter and digit is one),
-    NFKC case-folded, with their character spans."""
+    """Word tokens of the folded form of `text` (a CJK character is one; with `characters`, every letter and digit
+    is one), with their character spans in `text`."""
+    form, source = fold(text)
     pattern = _CHARACTER if characters else _TOKEN
-    found = [(unicodedata.normalize("NFKC", m.group()).casefold(), m.span()) for m in pattern.finditer(text)]
+    found = [(m.group(), (source[m.start()], source[m.end() - 1] + 1)) for m in pattern.finditer(form)]
     return tuple(t for t, _ in found), tuple(s for _, s in found)
 
 
@@ -167,7 +215,7 @@ def is_cjk(text: str) -> bool:
     return len(re.findall(f"[{_CJK}]", text)) * 5 >= len(text) > 0
 
 
-def _encode(*sequences: Sequence[str]) -> list[str]:
+def encode(*sequences: Sequence[str]) -> list[str]:
     """Token sequences as strings with one private-use character per distinct token (rapidfuzz compares characters)."""
     vocabulary: dict[str, str] = {}
     return ["".join(vocabulary.setdefault(t, chr(0xF0000 + len(vocabulary))) for t in seq) for seq in sequences]
@@ -216,7 +264,7 @@ def _fuzzy(passage: str, text: str, hint: Hint) -> list[tuple[Span, float]]:
     passage_words, spans = tokens(passage, characters)
     if not words or not passage_words:
         return []
-    query, target = _encode(words, passage_words)
+    query, target = encode(words, passage_words)
     lo, hi = 0, len(target)
     if len(query) < len(target):
         window = fuzz.partial_ratio_alignment(query, target)
