@@ -16,6 +16,9 @@ tokens beside the span, within the same sentence. A difference is a change of fa
 Words merely left out (a whole number, a name) are not a change of fact: the quote says less, not
 something else.
 
+A quote whose outer edge cuts a number or a word's `n't` in two (`195` of `1956`, `did` of `didn't`)
+changes that fact too.
+
 A capitalised word is not a name at the start of a sentence unless the text also writes it capitalised
 within one; a quote written in capitals or in title case says nothing by its case (only the passage's
 names count). A difference only of token boundaries (`1,000` / `1000`) is form.
@@ -52,6 +55,19 @@ class Change:
         return {"quote": self.quote, "passage": self.passage, "kind": self.kind}
 
 
+_CONTRACTED_NOT = re.compile(r"n['’‘ʼ＇]t\b", re.IGNORECASE)
+
+
+def cuts_fact(passage: str, at: int, end: bool) -> bool:
+    """Whether a quote starting (or, with `end`, ending) at `at` cuts a fact of the passage in two: inside a number
+    (`195` of `1956`, `十二万` of `七十二万`), or before the `n't` of a word (`did` of `didn't`)."""
+    if not 0 < at < len(passage):
+        return False
+    if all(c.isdigit() or c in CHINESE_NUMERALS for c in passage[at - 1:at + 1]):
+        return True
+    return end and passage[at - 1].isalpha() and bool(_CONTRACTED_NOT.match(passage, at))
+
+
 def is_number(token: str) -> bool:
     """Whether a folded token is a number or holds one (a digit, a Chinese numeral, an English number word)."""
     return any(c.isdigit() or c in CHINESE_NUMERALS for c in token) or token in NUMBER_WORDS
@@ -59,11 +75,13 @@ def is_number(token: str) -> bool:
 
 @dataclass(frozen=True)
 class _Side:
-    """One side of the alignment: its text, tokens, token spans and the tokens that are names."""
+    """One side of the alignment: its text, tokens, token spans, the word each token belongs to (a Latin word split
+    into letters in a CJK text is whole) and the tokens that are names."""
 
     text: str
     tokens: tuple[str, ...]
     spans: tuple[Span, ...]
+    words: tuple[str, ...]
     names: frozenset[int]
 
     def display(self, lo: int, hi: int) -> str:
@@ -109,7 +127,9 @@ def _side(text: str, characters: bool, case_says_nothing: bool = False, known: f
     names = frozenset() if case_says_nothing else frozenset(
         i for i, flag in enumerate(flags)
         if flag and (not _sentence_initial(text, spans[i][0]) or _word(text, spans[i]).casefold() in within))
-    return _Side(text, words, spans, names)
+    whole = tuple(_word(text, span).casefold() if characters and t.isascii() and t.isalpha() else t
+                  for t, span in zip(words, spans))
+    return _Side(text, words, spans, whole, names)
 
 
 def _shouting(text: str) -> bool:
@@ -137,25 +157,53 @@ def _widen(passage: _Side, lo: int, hi: int, left: int, right: int) -> tuple[int
     return lo, hi
 
 
-def _edits(quote: tuple[str, ...], passage: tuple[str, ...]) -> list[tuple[int, int, int, int]]:
-    """Maximal runs of edits aligning the quote tokens to the passage tokens: (q_lo, q_hi, p_lo, p_hi)."""
+def _opcodes(quote: tuple[str, ...], passage: tuple[str, ...]) -> list[tuple[str, int, int, int, int]]:
+    """The Levenshtein alignment of two token sequences: (tag, q_lo, q_hi, p_lo, p_hi) per operation."""
     from rapidfuzz.distance import Levenshtein
 
+    return [(op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end)
+            for op in Levenshtein.opcodes(*encode(quote, passage))]
+
+
+def _edits(quote: tuple[str, ...], passage: tuple[str, ...]) -> list[tuple[int, int, int, int]]:
+    """Maximal runs of edits aligning the quote tokens to the passage tokens: (q_lo, q_hi, p_lo, p_hi)."""
     runs: list[list[int]] = []
-    for op in Levenshtein.opcodes(*encode(quote, passage)):
-        if op.tag == "equal":
+    for tag, a, b, c, d in _opcodes(quote, passage):
+        if tag == "equal":
             continue
-        if runs and runs[-1][1] == op.src_start and runs[-1][3] == op.dest_start:
-            runs[-1][1], runs[-1][3] = op.src_end, op.dest_end
+        if runs and runs[-1][1] == a and runs[-1][3] == c:
+            runs[-1][1], runs[-1][3] = b, d
         else:
-            runs.append([op.src_start, op.src_end, op.dest_start, op.dest_end])
+            runs.append([a, b, c, d])
     return [(a, b, c, d) for a, b, c, d in runs]
 
 
+def _without_fragments(quote: _Side, passage: _Side, lo: int, hi: int) -> tuple[int, int]:
+    """The token range less a match of one or two tokens at either end that passage text the quote leaves out,
+    holding a sentence end the quote does not have, cuts off from the rest (the `不` of a neighbouring sentence
+    matched to a `不` the quote put in)."""
+    equal = [op[1:] for op in _opcodes(quote.tokens, passage.tokens[lo:hi]) if op[0] == "equal"]
+    if len(equal) < 2:
+        return lo, hi
+
+    def cut_off(small: tuple[int, ...], rest: tuple[int, ...], before: bool) -> bool:
+        """Whether the run `small` (before or after the run `rest`) is cut off by a sentence end."""
+        first, second = (small, rest) if before else (rest, small)
+        q_gap = quote.text[quote.spans[first[1] - 1][1]:quote.spans[second[0]][0]]
+        p_gap = passage.text[passage.spans[lo + first[3] - 1][1]:passage.spans[lo + second[2]][0]]
+        return (small[1] - small[0] <= 2 and first[1] == second[0] and bool(_SENTENCE_END.search(p_gap))
+                and not _SENTENCE_END.search(q_gap))
+
+    new_lo = lo + equal[1][2] if cut_off(equal[0], equal[1], True) else lo
+    new_hi = lo + equal[-2][3] if cut_off(equal[-1], equal[-2], False) else hi
+    return new_lo, new_hi
+
+
 def _aligned_range(quote: _Side, passage: _Side, span: Span) -> tuple[int, int]:
-    """The passage token range the quote is compared with: the span, grown by the quote tokens left over at its
-    ends (within the sentence), less passage tokens at the grown ends that the quote does not hold."""
-    lo, hi = _window(passage, span)
+    """The passage token range the quote is compared with: the span less stray fragments of neighbouring
+    sentences, grown by the quote tokens left over at its ends (within the sentence), less passage tokens at the
+    grown ends that the quote does not hold."""
+    lo, hi = _without_fragments(quote, passage, *_window(passage, span))
     edits = _edits(quote.tokens, passage.tokens[lo:hi])
     left = next((b for a, b, c, d in edits if a == 0 and c == 0), 0)
     right = next((len(quote.tokens) - a for a, b, c, d in edits if b == len(quote.tokens) and d == hi - lo), 0)
@@ -173,7 +221,7 @@ def _aligned_range(quote: _Side, passage: _Side, span: Span) -> tuple[int, int]:
 
 def _glued_numbers(side: _Side, a: int, b: int) -> bool:
     """Whether tokens a and b (= a + 1) are parts of one number (`8|4`, `1,|956`)."""
-    return (0 <= a and b < len(side.tokens) and is_number(side.tokens[a]) and is_number(side.tokens[b])
+    return (0 <= a and b < len(side.tokens) and is_number(side.words[a]) and is_number(side.words[b])
             and side.text[side.spans[a][1]:side.spans[b][0]] in ("", ",", "."))
 
 
@@ -184,16 +232,16 @@ def _splits_number(side: _Side, lo: int, hi: int) -> bool:
 
 def _kind(quote: _Side, passage: _Side, q: tuple[int, int], p: tuple[int, int], present: set[str]) -> str | None:
     """What a difference touches (number, negation, name), or None when it is not a change of fact."""
-    qt, pt = quote.tokens[q[0]:q[1]], passage.tokens[p[0]:p[1]]
-    if "".join(qt) == "".join(pt):
+    if "".join(quote.tokens[q[0]:q[1]]) == "".join(passage.tokens[p[0]:p[1]]):
         return None
+    qt, pt = quote.words[q[0]:q[1]], passage.words[p[0]:p[1]]
     if any(t in NEGATIONS for t in qt + pt):
         return NEGATION
     if any(is_number(t) for t in qt) or (any(is_number(t) for t in pt) and (qt or _splits_number(passage, *p))):
         return NUMBER
     new_name = any(i in quote.names and _word(quote.text, quote.spans[i]).casefold() not in present
                    for i in range(*q))
-    replaced_name = bool(qt) and any(i in passage.names for i in range(*p))
+    replaced_name = q[1] > q[0] and any(i in passage.names for i in range(*p))
     return NAME if new_name or replaced_name else None
 
 
@@ -214,8 +262,33 @@ def _reach(side: _Side, lo: int, hi: int, kind: str) -> tuple[int, int]:
     return lo - start, end - hi
 
 
-def fact_changes(passage: str, span: Span, quote: str) -> list[Change]:
-    """The changes of fact between `quote` and the passage text it was aligned to at `span` (module docstring)."""
+def _cut_word(passage: str, at: int) -> str:
+    """The word or number of the passage that position `at` cuts in two."""
+    def part(c: str) -> bool:
+        return c.isalnum() or c in CHINESE_NUMERALS or c in "'’‘ʼ＇"
+    start, end = at, at
+    while start > 0 and part(passage[start - 1]):
+        start -= 1
+    while end < len(passage) and part(passage[end]):
+        end += 1
+    return passage[start:end]
+
+
+def _edge_changes(passage: _Side, quote: _Side, lo: int, hi: int, first: bool, last: bool) -> list[Change]:
+    """A change where the quote's outer edge cuts a fact of the passage in two (`did` of `didn't`, `195` of `1956`)."""
+    changes = []
+    if first and cuts_fact(passage.text, passage.spans[lo][0], False):
+        changes.append(Change(quote.display(0, 1), _cut_word(passage.text, passage.spans[lo][0]), NUMBER))
+    if last and cuts_fact(passage.text, passage.spans[hi - 1][1], True):
+        at = passage.spans[hi - 1][1]
+        kind = NEGATION if _CONTRACTED_NOT.match(passage.text, at) else NUMBER
+        changes.append(Change(quote.display(len(quote.tokens) - 1, len(quote.tokens)), _cut_word(passage.text, at), kind))
+    return changes
+
+
+def fact_changes(passage: str, span: Span, quote: str, first: bool = True, last: bool = True) -> list[Change]:
+    """The changes of fact between `quote` and the passage text it was aligned to at `span` (module docstring);
+    `first` and `last`: whether the quote's start and end are the outer edges of the whole quote (not an ellipsis)."""
     characters = is_cjk(passage)
     p_side = _side(passage, characters)
     present = set(tokens(passage)[0])
@@ -230,4 +303,4 @@ def fact_changes(passage: str, span: Span, quote: str) -> list[Change]:
             left, right = max(ql, pl), max(qr, pr)
             changes.append(Change(q_side.display(max(0, a - left), min(len(q_side.tokens), b + right)),
                                   p_side.display(max(lo, lo + c - left), min(hi, lo + d + right)), kind))
-    return changes
+    return changes + _edge_changes(p_side, q_side, lo, hi, first, last)

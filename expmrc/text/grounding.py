@@ -14,13 +14,14 @@ text, an altered one is kept as the model wrote it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from expmrc.data.datasets import Dataset, SpanQuestion, passage_of
 from expmrc.data.submissions import SCALAR_TYPES, parse_prediction
 from expmrc.errors import ExpmrcError
-from expmrc.text.facts import Change, fact_changes
+from expmrc.text.facts import Change, cuts_fact, fact_changes
 from expmrc.text.locate import Found, Hint, find, tokens, trim
 from expmrc.text.sentences import split_sentences
 
@@ -31,6 +32,7 @@ LOCATED = REPAIRED + (ALTERED,)
 UNTRUSTWORTHY = (ALTERED, UNVERIFIED)
 FUZZY_THRESHOLD = 85.0  # the least share (%) of a quote's tokens a fuzzy alignment must match in order
 MIN_FUZZY_TOKENS = 3  # shorter texts are located verbatim or normalized only: a fuzzy match of them means little
+STAGES = (("offset", "verbatim"), ("normalized",), ("fuzzy",))  # tried in this order
 _STATUS_OF = {"offset": EXACT, "verbatim": EXACT, "normalized": NORMALIZED, "fuzzy": FUZZY}
 _ELLIPSIS = re.compile(r"\s*(?:(?:[.。．]\s*){2,}[.。．]|…+)\s*")
 _FRAMING_WORDS = re.compile(
@@ -39,25 +41,47 @@ _FRAMING_WORDS = re.compile(
     r"根据|证据|依据|表明|显示|可知|中有|一句", re.IGNORECASE)
 _OPEN, _CLOSE = "\"“「『‘'«", "\"”」』’'»"
 _QUOTED = re.compile(rf"^(?P<pre>[^{_OPEN}]*?)[{_OPEN}](?P<body>.+)[{_CLOSE}](?P<post>[^{_CLOSE}]*)$", re.DOTALL)
-_PREFIX = re.compile(r"^(?P<pre>[^:：\n]{1,80})[:：]\s*(?P<body>.+)$", re.DOTALL)
+_PREFIX = re.compile(r"^(?P<pre>[^:：\n\"“「『«]{1,80})[:：]\s*(?P<body>.+)$", re.DOTALL)
 _STOPS = re.compile(r"[\s.,;:!?。，、；：！？]+$")
 _EDGES = re.compile(r"^[\W_]+|[\W_]+$")
 
 
-def unframed(text: str) -> str | None:
-    """`text` without a framing sentence before a colon or around a quote, or None when it has none: the framing
-    names the passage or the quoting (or, before a quote, ends in a colon or comma), is at most twelve words,
-    and nothing but punctuation follows the closing quote."""
+def framing(text: str) -> tuple[str, str] | None:
+    """(framing, quote) of a `text` framed by a sentence before a colon or around a quote, or None when it has
+    none: the framing names the passage or the quoting (or, before a quote, ends in a colon or comma), is at most
+    twelve words, holds no opening quote mark before a colon, and nothing but punctuation follows the closing
+    quote."""
     text = text.strip()
     match = _PREFIX.match(text)
     if match and _FRAMING_WORDS.search(match["pre"]):
-        return _unquoted(match["body"].strip())
+        return match["pre"], _unquoted(match["body"].strip())
     match = _QUOTED.match(text)
     if match and not tokens(match["post"])[0] and len(tokens(match["pre"])[0]) <= 12:
         pre = match["pre"].strip()
         if _FRAMING_WORDS.search(pre) or pre.endswith((":", "：", ",", "，")):
-            return match["body"].strip()
+            return pre, match["body"].strip()
     return None
+
+
+def unframed(passage: str, text: str) -> str | None:
+    """`text` without its framing, or None when it has none, or when the "framing" is passage text that runs on
+    into the quote (`In 2012, according to the Institute, "..."` copied from the passage is one quote)."""
+    framed = framing(text)
+    if framed is None:
+        return None
+    pre, body = framed
+    found = find(passage, body, STAGES[0] + STAGES[1] + STAGES[2])
+    return None if found is not None and _runs_into(passage, pre, found.start) else body
+
+
+def _runs_into(passage: str, pre: str, start: int) -> bool:
+    """Whether `pre` is (about half or more of it, fuzzily) the passage text just before `start`."""
+    pre = _bare(pre)
+    if not tokens(pre)[0]:
+        return False
+    before = passage[max(0, start - 3 * len(pre) - 20):start]
+    found = find(before, pre, ("normalized", "fuzzy"))
+    return found is not None and found.score >= 50 and not tokens(before[found.end:])[0]
 
 
 def _unquoted(text: str) -> str:
@@ -82,12 +106,21 @@ def _accepted(found: Found, piece: str, threshold: float) -> bool:
         found.policy != "fuzzy" or (found.score >= threshold and len(tokens(piece)[0]) >= MIN_FUZZY_TOKENS))
 
 
+def _keep(passage: str, stage: tuple[str, ...], first: bool, last: bool) -> Callable[[tuple[int, int]], bool] | None:
+    """Of a verbatim or normalized match, keep only one that does not cut a fact in two at the quote's outer edges
+    (`195` of `1956`, `did` of `didn't`); an edge beside an ellipsis may fall anywhere."""
+    if stage == STAGES[2] or not (first or last):
+        return None
+    return lambda span: not (first and cuts_fact(passage, span[0], False) or last and cuts_fact(passage, span[1], True))
+
+
 def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], threshold: float,
                    hint: Hint) -> list[Found] | None:
     """Where every piece lies, found in order by the stage's policies, or None: the longest piece first, then
     the pieces before it nearest to it on the left, and the pieces after it on the right."""
     anchor = max(range(len(pieces)), key=lambda i: (len(tokens(pieces[i])[0]), -i))
-    found = find(passage, pieces[anchor], stage, hint if len(pieces) == 1 else Hint())
+    found = find(passage, pieces[anchor], stage, hint if len(pieces) == 1 else Hint(),
+                 keep=_keep(passage, stage, anchor == 0, anchor == len(pieces) - 1))
     if found is None or not _accepted(found, pieces[anchor], threshold):
         return None
     located = {anchor: found}
@@ -95,7 +128,7 @@ def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], thre
         left = i < anchor
         edge = located[i + 1].start if left else located[i - 1].end
         found = find(passage, pieces[i], stage, Hint(near=edge if left else None),
-                     (0, edge) if left else (edge, len(passage)))
+                     (0, edge) if left else (edge, len(passage)), _keep(passage, stage, i == 0, i == len(pieces) - 1))
         if found is None or not _accepted(found, pieces[i], threshold):
             return None
         located[i] = found
@@ -149,20 +182,17 @@ def _found(passage: str, pieces: list[str], parts: list[Found]) -> Grounding:
     """The grounding of a quote from its pieces' places: their cover, the weakest status, the lowest score, and
     the changes of fact of the pieces located by fuzzy alignment (then `altered`)."""
     start, end = trim(passage, (parts[0].start, parts[-1].end))
-    changes = tuple(c for piece, f in zip(pieces, parts) if f.policy == "fuzzy"
-                    for c in fact_changes(passage, f.span, piece))
+    changes = tuple(c for i, (piece, f) in enumerate(zip(pieces, parts)) if f.policy == "fuzzy"
+                    for c in fact_changes(passage, f.span, piece, i == 0, i == len(parts) - 1))
     status = ALTERED if changes else max((_STATUS_OF[f.policy] for f in parts), key=STATUSES.index)
     return Grounding(status, start, end, min(f.score for f in parts), changes)
-
-
-STAGES = (("offset", "verbatim"), ("normalized",), ("fuzzy",))
 
 
 def _ground_whole(passage: str, text: str, hint: Hint, threshold: float, answer: bool) -> Grounding:
     """Ground one quote as a whole (see `ground_text`); of fuzzy alignments, the first with its facts intact,
     else the first altered one."""
     first = _STOPS.sub("", _unquoted(text)) if answer else text
-    inner = unframed(text)
+    inner = unframed(passage, text)
     candidates = list(dict.fromkeys(c for c in (first, text, inner, _bare(text)) if c))
     fuzzy = list(dict.fromkeys(c for c in (inner, *candidates) if c))
     plan = [(c, stage) for c in candidates for stage in STAGES[:2]] + [(c, STAGES[2]) for c in fuzzy]
@@ -200,7 +230,8 @@ def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float =
     """Ground one quote: exactly, then normalized, as given (an `answer` without a final stop or enclosing quote
     marks first), then without its framing, then without edge punctuation; then fuzzily, without its framing
     first. A quote of several sentences not found exactly or normalized as a whole is also grounded sentence by
-    sentence, and that is kept when its status is better. Empty: `missing`."""
+    sentence, and that is kept when its status is better and the whole quote was not found, or its sentences lie
+    out of order or apart. Empty: `missing`."""
     text = "" if text is None else str(text).strip()
     if not text:
         return Grounding(MISSING)
@@ -209,11 +240,19 @@ def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float =
     whole = _ground_whole(passage, text, hint, threshold, answer)
     if answer or whole.status in (EXACT, NORMALIZED):
         return whole
-    sentences = [s.text for s in split_sentences(unframed(text) or text, "refined") if tokens(s.text)[0]]
+    sentences = [s.text for s in split_sentences(unframed(passage, text) or text, "refined") if tokens(s.text)[0]]
     if len(sentences) < 2:
         return whole
     parts = combined([_ground_whole(passage, s, Hint(holding=hint.holding), threshold, False) for s in sentences])
-    return parts if STATUSES.index(parts.status) < STATUSES.index(whole.status) else whole
+    better = STATUSES.index(parts.status) < STATUSES.index(whole.status)
+    return parts if better and (whole.status == UNVERIFIED or _apart(passage, parts)) else whole
+
+
+def _apart(passage: str, grounding: Grounding) -> bool:
+    """Whether the parts lie out of order, or with three or more words between two of them: then the whole quote's
+    alignment cannot judge them (next to one another, it sees what the joins left out, such as a `not`)."""
+    spans = grounding.spans
+    return any(b[0] < a[1] or len(tokens(passage[a[1]:b[0]])[0]) >= 3 for a, b in zip(spans, spans[1:]))
 
 
 def ground_field(passage: str, value: Any, hint: Hint = Hint()) -> Grounding:

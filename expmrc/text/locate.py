@@ -38,7 +38,7 @@ QUOTES = frozenset("\"'`“”‘’„‟«»「」『』＂＇‹›〝〞")
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0003134f]")
 # English negative contractions and `cannot`, spelt out (their stems where the spelling changes): a form
-_CONTRACTION = re.compile(r"\b(\w+?)n['’ʼ＇]t\b|\b(can)(not)\b", re.IGNORECASE)
+_CONTRACTION = re.compile(r"\b(\w+?)n['’‘ʼ＇]t\b|\b(can)(not)\b", re.IGNORECASE)
 _STEMS = {"ca": "can", "wo": "will", "sha": "shall"}
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 _CHARACTER = re.compile(r"[^\W_]")
@@ -222,16 +222,28 @@ def encode(*sequences: Sequence[str]) -> list[str]:
 
 
 def _blocks(query: str, region: str) -> list[tuple[int, int, int]]:
-    """(query index, region index, length) of the in-order matches of `query` in `region`, less the end
-    matches stranded far from the rest (by a gap of at least three times their length)."""
+    """(query index, region index, length) of the in-order matches of `query` in `region`, less the matches at
+    either end stranded far from the rest: one block, or a few blocks of at most a quarter of the query's tokens,
+    followed (preceded) by a gap of at least three times their length."""
     from rapidfuzz.distance import Indel
 
     blocks = [(b.a, b.b, b.size) for b in Indel.opcodes(query, region).as_matching_blocks() if b.size]
-    while len(blocks) > 1 and blocks[1][1] - (blocks[0][1] + blocks[0][2]) >= 3 * blocks[0][2]:
-        blocks.pop(0)
-    while len(blocks) > 1 and blocks[-1][1] - (blocks[-2][1] + blocks[-2][2]) >= 3 * blocks[-1][2]:
-        blocks.pop()
-    return blocks
+    blocks = blocks[_stranded(blocks, len(query) // 4):]
+    mirrored = [(0, len(region) - b - size, size) for _, b, size in reversed(blocks)]
+    return blocks[:len(blocks) - _stranded(mirrored, len(query) // 4)]
+
+
+def _stranded(blocks: list[tuple[int, int, int]], limit: int) -> int:
+    """How many leading blocks are stranded: the most whose total length (at most `limit` beyond the first block)
+    is at most a third of the gap after them."""
+    size = cut = 0
+    for k in range(1, len(blocks)):
+        size += blocks[k - 1][2]
+        if k > 1 and size > limit:
+            break
+        if blocks[k][1] - (blocks[k - 1][1] + blocks[k - 1][2]) >= 3 * size:
+            cut = k
+    return cut
 
 
 def _aligned(query: str, region: str) -> tuple[int, int, int] | None:
@@ -299,8 +311,9 @@ def choose(spans: Sequence[Span], hint: Hint) -> Span:
 
 
 def find(passage: str, text: str, policies: Sequence[str] = ("offset", "verbatim"), hint: Hint = Hint(),
-         region: Span | None = None) -> Found | None:
-    """Where `text` lies in `passage` (within `region` when given) by the first of `policies` that finds it, or None."""
+         region: Span | None = None, keep: Callable[[Span], bool] | None = None) -> Found | None:
+    """Where `text` lies in `passage` (within `region` when given) by the first of `policies` that finds it, or None;
+    with `keep`, only the spans (passage offsets) it keeps count."""
     if not text:
         return None
     lo, hi = region or (0, len(passage))
@@ -309,7 +322,8 @@ def find(passage: str, text: str, policies: Sequence[str] = ("offset", "verbatim
         hint = Hint(None if hint.start is None else hint.start - lo, _shift(hint.holding, -lo),
                     _shift(hint.within, -lo), None if hint.near is None else hint.near - lo)
     for name in policies:
-        found = POLICIES[name](rest, text, hint)
+        found = [(s, score) for s, score in POLICIES[name](rest, text, hint)
+                 if keep is None or keep((s[0] + lo, s[1] + lo))]
         if found:
             scores = dict(found)
             span = choose([s for s, _ in found], hint)
