@@ -8,9 +8,9 @@ that finds anything wins, and `choose` picks one of its spans. Policies, registe
 - `verbatim`: every occurrence, character for character (overlapping ones included).
 - `whitespace`: every match that lets any run of whitespace in the text match any run in the passage.
 - `normalized`: every match after the form is folded on both sides (`fold`: NFKC, full-/half-width
-  punctuation to ASCII, traditional Chinese script to simplified with OpenCC, English negative
-  contractions spelt out, case folded) and quote marks and whitespace dropped; each match is mapped
-  back to the passage characters it came from.
+  punctuation to ASCII, traditional Chinese script to simplified with OpenCC, accents of Latin
+  letters dropped, English negative contractions spelt out, case folded) and quote marks and
+  whitespace dropped; each match is mapped back to the passage characters it came from.
 - `fuzzy`: one alignment over word tokens of the folded form (over letters and digits in a CJK passage)
   with rapidfuzz: the passage window most like the text, its score the share of the text's tokens
   matched in order, in runs of two or more (0-100).
@@ -30,12 +30,17 @@ from collections.abc import Callable, Sequence
 
 Span = tuple[int, int]
 
-# punctuation NFKC leaves alone, folded to its ASCII counterpart (full-width ASCII forms NFKC folds itself)
+# punctuation NFKC leaves alone, folded to its ASCII counterpart (full-width ASCII forms NFKC folds itself), and
+# letters written without an accent
 _FOLD = str.maketrans({"。": ".", "、": ",", "｡": ".", "､": ",", "—": "-", "–": "-", "―": "-", "‐": "-",
                        "～": "~", "〜": "~", "·": ".", "・": ".", "《": "<", "》": ">", "〈": "<", "〉": ">",
-                       "【": "[", "】": "]", "〔": "(", "〕": ")"})
+                       "【": "[", "】": "]", "〔": "(", "〕": ")",
+                       # Latin letters whose accent Unicode does not decompose
+                       "ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ł": "l", "Ł": "L",
+                       "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "þ": "th", "Þ": "TH", "ı": "i"})
 QUOTES = frozenset("\"'`“”‘’„‟«»「」『』＂＇‹›〝〞")
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_ACCENTED = re.compile("[\u00c0-\u024f\u1e00-\u1eff]")
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0003134f]")
 # English negative contractions and `cannot`, spelt out (their stems where the spelling changes): a form
 _CONTRACTION = re.compile(r"\b(\w+?)n['’‘ʼ＇]t\b|\b(can)(not)\b", re.IGNORECASE)
@@ -148,10 +153,12 @@ def _simplified() -> Callable[[str], str]:
 
 @lru_cache(maxsize=65536)
 def _fold_char(ch: str) -> str:
-    """One character's folded form: NFKC, punctuation to ASCII, simplified script, case folded."""
+    """One character's folded form: NFKC, punctuation to ASCII, simplified script, no accents, case folded."""
     text = unicodedata.normalize("NFKC", ch).translate(_FOLD)
     if _HAN.search(text):
         text = "".join(_simplified()(c) for c in text)
+    elif _ACCENTED.match(text):  # a Latin letter without its accents (é -> e); kana keep their marks
+        text = "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
     return text.casefold()
 
 
