@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import lru_cache
 
 from expmrc.text.locate import Span, encode, is_cjk, tokens
 
@@ -119,6 +120,7 @@ def _capitalised(text: str, spans: tuple[Span, ...]) -> tuple[list[bool], set[st
     return flags, within
 
 
+@lru_cache(maxsize=64)
 def _side(text: str, characters: bool, case_says_nothing: bool = False, known: frozenset[str] = frozenset()) -> _Side:
     """Tokens and names of one side; `known`: words written capitalised within a sentence on the other side."""
     words, spans = tokens(text, characters)
@@ -157,18 +159,21 @@ def _widen(passage: _Side, lo: int, hi: int, left: int, right: int) -> tuple[int
     return lo, hi
 
 
-def _opcodes(quote: tuple[str, ...], passage: tuple[str, ...]) -> list[tuple[str, int, int, int, int]]:
-    """The Levenshtein alignment of two token sequences: (tag, q_lo, q_hi, p_lo, p_hi) per operation."""
+def _opcodes(quote: _Side, passage: _Side, lo: int, hi: int) -> list[tuple[str, int, int, int, int]]:
+    """The Levenshtein alignment of the quote's tokens to the passage's tokens lo..hi: (tag, q_lo, q_hi, p_lo, p_hi)
+    per operation, passage indices from lo."""
     from rapidfuzz.distance import Levenshtein
 
+    query, code = encode(quote.tokens, passage.tokens)
     return [(op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end)
-            for op in Levenshtein.opcodes(*encode(quote, passage))]
+            for op in Levenshtein.opcodes(query, code[lo:hi])]
 
 
-def _edits(quote: tuple[str, ...], passage: tuple[str, ...]) -> list[tuple[int, int, int, int]]:
-    """Maximal runs of edits aligning the quote tokens to the passage tokens: (q_lo, q_hi, p_lo, p_hi)."""
+def _edits(quote: _Side, passage: _Side, lo: int, hi: int) -> list[tuple[int, int, int, int]]:
+    """Maximal runs of edits aligning the quote's tokens to the passage's tokens lo..hi: (q_lo, q_hi, p_lo, p_hi),
+    passage indices from lo."""
     runs: list[list[int]] = []
-    for tag, a, b, c, d in _opcodes(quote, passage):
+    for tag, a, b, c, d in _opcodes(quote, passage, lo, hi):
         if tag == "equal":
             continue
         if runs and runs[-1][1] == a and runs[-1][3] == c:
@@ -182,7 +187,7 @@ def _without_fragments(quote: _Side, passage: _Side, lo: int, hi: int) -> tuple[
     """The token range less a match of one or two tokens at either end that passage text the quote leaves out,
     holding a sentence end the quote does not have, cuts off from the rest (the `不` of a neighbouring sentence
     matched to a `不` the quote put in)."""
-    equal = [op[1:] for op in _opcodes(quote.tokens, passage.tokens[lo:hi]) if op[0] == "equal"]
+    equal = [op[1:] for op in _opcodes(quote, passage, lo, hi) if op[0] == "equal"]
     if len(equal) < 2:
         return lo, hi
 
@@ -204,13 +209,13 @@ def _aligned_range(quote: _Side, passage: _Side, span: Span) -> tuple[int, int]:
     sentences, grown by the quote tokens left over at its ends (within the sentence), less passage tokens at the
     grown ends that the quote does not hold."""
     lo, hi = _without_fragments(quote, passage, *_window(passage, span))
-    edits = _edits(quote.tokens, passage.tokens[lo:hi])
+    edits = _edits(quote, passage, lo, hi)
     left = next((b for a, b, c, d in edits if a == 0 and c == 0), 0)
     right = next((len(quote.tokens) - a for a, b, c, d in edits if b == len(quote.tokens) and d == hi - lo), 0)
     grown_lo, grown_hi = _widen(passage, lo, hi, left, right)
     if (grown_lo, grown_hi) == (lo, hi):
         return lo, hi
-    edits = _edits(quote.tokens, passage.tokens[grown_lo:grown_hi])
+    edits = _edits(quote, passage, grown_lo, grown_hi)
     for a, b, c, d in edits:
         if a == b == 0 and c == 0 and grown_lo + d <= lo:  # passage tokens before the quote starts
             grown_lo += d
@@ -296,7 +301,7 @@ def fact_changes(passage: str, span: Span, quote: str, first: bool = True, last:
         _word(passage, p_side.spans[i]).casefold() for i in p_side.names))
     lo, hi = _aligned_range(q_side, p_side, span)
     changes = []
-    for a, b, c, d in _edits(q_side.tokens, p_side.tokens[lo:hi]):
+    for a, b, c, d in _edits(q_side, p_side, lo, hi):
         kind = _kind(q_side, p_side, (a, b), (lo + c, lo + d), present)
         if kind is not None:  # shown with the rest of the number or word it changes, the same on both sides
             (ql, qr), (pl, pr) = _reach(q_side, a, b, kind), _reach(p_side, lo + c, lo + d, kind)

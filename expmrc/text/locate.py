@@ -170,7 +170,7 @@ def _spelt_out(match: re.Match) -> list[tuple[str, Span]]:
     return [(_STEMS.get(word, word), match.span(stem)), (" not", (match.end(stem), match.end()))]
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def fold(text: str) -> tuple[str, tuple[int, ...]]:
     """The form of `text` that differences of form do not change (module docstring; whitespace kept) and, per
     character of it, its source index in `text` (non-decreasing)."""
@@ -179,10 +179,13 @@ def fold(text: str) -> tuple[str, tuple[int, ...]]:
     at = 0
     for match in [*_CONTRACTION.finditer(text), None]:
         stop = len(text) if match is None else match.start()
-        for i in range(at, stop):
-            folded = _fold_char(text[i])
-            out.append(folded)
-            source += [i] * len(folded)
+        parts = list(map(_fold_char, text[at:stop]))
+        out += parts
+        if sum(map(len, parts)) == stop - at:  # one character for one: the common case
+            source += range(at, stop)
+        else:
+            for i, folded in enumerate(parts, at):
+                source += [i] * len(folded)
         if match is not None:
             for words, (start, end) in _spelt_out(match):
                 out.append(words)
@@ -191,7 +194,7 @@ def fold(text: str) -> tuple[str, tuple[int, ...]]:
     return "".join(out), tuple(source)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def normalized(text: str) -> tuple[str, tuple[int, ...]]:
     """The folded form of `text` without quote marks and whitespace (module docstring) and, per character of it,
     its source index."""
@@ -207,7 +210,7 @@ def _normalized(passage: str, text: str, hint: Hint) -> list[tuple[Span, float]]
     return [((source[a], source[b - 1] + 1), 100.0) for a, b in occurrences(form, key)]
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def tokens(text: str, characters: bool = False) -> tuple[tuple[str, ...], tuple[Span, ...]]:
     """Word tokens of the folded form of `text` (a CJK character is one; with `characters`, every letter and digit
     is one), with their character spans in `text`."""
@@ -222,10 +225,20 @@ def is_cjk(text: str) -> bool:
     return len(re.findall(f"[{_CJK}]", text)) * 5 >= len(text) > 0
 
 
-def encode(*sequences: Sequence[str]) -> list[str]:
-    """Token sequences as strings with one private-use character per distinct token (rapidfuzz compares characters)."""
+def encode(query: Sequence[str], passage: tuple[str, ...]) -> tuple[str, str]:
+    """Two token sequences as strings with one private-use character per distinct token (rapidfuzz compares
+    characters); the passage's code is kept, so a passage asked about many times is coded once."""
+    code, vocabulary = _passage_code(passage)
+    extra: dict[str, str] = {}
+    query_code = "".join(vocabulary.get(t) or extra.setdefault(t, chr(0xF0000 + len(vocabulary) + len(extra)))
+                         for t in query)
+    return query_code, code
+
+
+@lru_cache(maxsize=64)
+def _passage_code(passage: tuple[str, ...]) -> tuple[str, dict[str, str]]:
     vocabulary: dict[str, str] = {}
-    return ["".join(vocabulary.setdefault(t, chr(0xF0000 + len(vocabulary))) for t in seq) for seq in sequences]
+    return "".join(vocabulary.setdefault(t, chr(0xF0000 + len(vocabulary))) for t in passage), vocabulary
 
 
 def _blocks(query: str, region: str) -> list[tuple[int, int, int]]:
