@@ -6,8 +6,9 @@ Needs $EXPMRC_DATA. Every question whose first gold evidence is passage text giv
 tests/helpers/quotes.py and tests/helpers/fact_quotes.py. The first table: per subset the share of
 honest quotes (spacing, width, case, dropped words, an ellipsis, a framing sentence) located with
 character IoU >= 0.75 against the gold evidence, the share of fabricated quotes flagged `unverified`,
-the share of span answers repaired to their text, and quotes grounded per second (honest and
-fabricated together) against a verbatim `str.find` of the same quotes in the same run. The second
+the share of span answers repaired to their text, and quotes grounded per CPU second (honest and
+fabricated together; CPU time, as the machine is shared) against a verbatim `str.find` of the same
+quotes in the same run. The second
 table: the share of quotes with one changed number, negation or name that are neither accepted nor
 repaired (`altered` or `unverified`), and the share of form-only rewrites (spacing, punctuation and
 digit width, case, quote marks, an ellipsis, a framing sentence, n't / not, traditional script)
@@ -57,14 +58,14 @@ def rates_and_speed(subset: str) -> str:
     dataset = load_dataset(subset)
     rates = measure(dataset)
     pairs = quotes(dataset)
-    begin = time.perf_counter()
+    begin = time.process_time()
     for passage, quote in pairs:
         ground_text(passage, quote)
-    grounding = time.perf_counter() - begin
-    begin = time.perf_counter()
+    grounding = time.process_time() - begin
+    begin = time.process_time()
     for passage, quote in pairs:
         passage.find(quote)
-    finding = time.perf_counter() - begin
+    finding = time.process_time() - begin
     answers = "n/a" if rates["answers"] is None else f"{100 * rates['answers']:.1f}%"
     return (f"{subset:<9} {rates['cases']:>5} {100 * rates['located']:>7.1f}% {100 * rates['flagged']:>7.1f}% "
             f"{answers:>8} {len(pairs) / grounding:>9.0f} {len(pairs) / max(finding, 1e-9):>9.0f}")

@@ -267,27 +267,29 @@ def _reach(side: _Side, lo: int, hi: int, kind: str) -> tuple[int, int]:
     return lo - start, end - hi
 
 
-def _cut_word(passage: str, at: int) -> str:
-    """The word or number of the passage that position `at` cuts in two."""
+def _cut_word(passage: str, at: int, number: bool) -> str:
+    """The number (or, not `number`, the word with its `n't`) of the passage that position `at` cuts in two."""
     def part(c: str) -> bool:
-        return c.isalnum() or c in CHINESE_NUMERALS or c in "'’‘ʼ＇"
+        return c.isdigit() or c in CHINESE_NUMERALS or c in ",." if number else c.isalpha() or c in "'’‘ʼ＇"
     start, end = at, at
     while start > 0 and part(passage[start - 1]):
         start -= 1
     while end < len(passage) and part(passage[end]):
         end += 1
-    return passage[start:end]
+    return passage[start:end].strip(",.")
 
 
 def _edge_changes(passage: _Side, quote: _Side, lo: int, hi: int, first: bool, last: bool) -> list[Change]:
     """A change where the quote's outer edge cuts a fact of the passage in two (`did` of `didn't`, `195` of `1956`)."""
     changes = []
     if first and cuts_fact(passage.text, passage.spans[lo][0], False):
-        changes.append(Change(quote.display(0, 1), _cut_word(passage.text, passage.spans[lo][0]), NUMBER))
+        shown = quote.display(0, 1 + _reach(quote, 0, 1, NUMBER)[1])
+        changes.append(Change(shown, _cut_word(passage.text, passage.spans[lo][0], True), NUMBER))
     if last and cuts_fact(passage.text, passage.spans[hi - 1][1], True):
-        at = passage.spans[hi - 1][1]
+        at, end = passage.spans[hi - 1][1], len(quote.tokens)
         kind = NEGATION if _CONTRACTED_NOT.match(passage.text, at) else NUMBER
-        changes.append(Change(quote.display(len(quote.tokens) - 1, len(quote.tokens)), _cut_word(passage.text, at), kind))
+        shown = quote.display(end - 1 - (_reach(quote, end - 1, end, NUMBER)[0] if kind == NUMBER else 0), end)
+        changes.append(Change(shown, _cut_word(passage.text, at, kind == NUMBER), kind))
     return changes
 
 
