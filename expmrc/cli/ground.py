@@ -13,7 +13,7 @@ Find every evidence (and, on span subsets, every answer) of a submission in its 
 model's free-form quotes need, separating differences of form from differences of fact.
 
 Form is repaired: the quote is found verbatim; else with its form folded on both sides (NFKC,
-full-/half-width punctuation and digits, traditional and simplified Chinese script (OpenCC),
+full-/half-width punctuation and digits, traditional and simplified Chinese script (OpenCC), accents,
 quote marks and whitespace dropped, n't spelt "not", case folded), mapped back to exact passage
 offsets; else by fuzzy alignment over word tokens (rapidfuzz), accepted when at least
 {FUZZY_THRESHOLD:g}% of the quote's tokens match in order, in runs of two or more. A quote with an
@@ -41,7 +41,8 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dataset", metavar="DATASET", help="dataset file, or a subset name looked up in $EXPMRC_DATA")
-    parser.add_argument("submission", metavar="SUBMISSION", help="the submission to ground ({qid: {answer, evidence}})")
+    parser.add_argument("submission", metavar="SUBMISSION",
+                        help="the submission to ground ({qid: {answer, evidence}}; an evidence may be a list of quotes)")
     parser.add_argument("--output", required=True, metavar="GROUNDED.json",
                         help="where to write the grounded submission")
     parser.add_argument("--details", metavar="D.jsonl",

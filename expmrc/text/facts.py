@@ -302,6 +302,8 @@ def fact_changes(passage: str, span: Span, quote: str, first: bool = True, last:
     q_side = _side(quote, characters, _shouting(quote), frozenset(
         _word(passage, p_side.spans[i]).casefold() for i in p_side.names))
     lo, hi = _aligned_range(q_side, p_side, span)
+    if hi <= lo or not q_side.tokens:
+        return []
     changes = []
     for a, b, c, d in _edits(q_side, p_side, lo, hi):
         kind = _kind(q_side, p_side, (a, b), (lo + c, lo + d), present)
