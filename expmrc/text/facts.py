@@ -31,7 +31,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 
-from expmrc.text.locate import Span, encode, is_cjk, tokens
+from expmrc.text.locate import Span, encode, fold, is_cjk, tokens
 
 NEGATIONS = frozenset("not no never without none nor neither nothing nobody nowhere 不 没 未 无 非 别 勿".split())
 NUMBER_WORDS = frozenset("""zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
@@ -89,13 +89,18 @@ class _Side:
         return self.text[self.spans[lo][0]:self.spans[hi - 1][1]] if hi > lo else ""
 
 
-def _word(text: str, span: Span) -> str:
-    """The run of letters and digits around a token (a Latin word split into letters in a CJK text is whole)."""
+def _word_span(text: str, span: Span) -> Span:
+    """The run of ASCII letters and digits around a token (a Latin word split into letters in a CJK text is whole)."""
     start, end = span
     while start > 0 and text[start - 1].isascii() and text[start - 1].isalnum():
         start -= 1
     while end < len(text) and text[end].isascii() and text[end].isalnum():
         end += 1
+    return start, end
+
+
+def _word(text: str, span: Span) -> str:
+    start, end = _word_span(text, span)
     return text[start:end]
 
 
@@ -112,10 +117,11 @@ def _capitalised(text: str, spans: tuple[Span, ...]) -> tuple[list[bool], set[st
     written capitalised within a sentence."""
     flags, within = [], set()
     for span in spans:
-        word = _word(text, span)
+        start, end = _word_span(text, span)
+        word = text[start:end]
         flag = len(word) >= 2 and word[0].isupper() and not word.isdigit()
         flags.append(flag)
-        if flag and not _sentence_initial(text, text.index(word, max(0, span[0] - len(word)))):
+        if flag and not _sentence_initial(text, start):
             within.add(word.casefold())
     return flags, within
 
@@ -244,7 +250,7 @@ def _kind(quote: _Side, passage: _Side, q: tuple[int, int], p: tuple[int, int], 
         return NEGATION
     if any(is_number(t) for t in qt) or (any(is_number(t) for t in pt) and (qt or _splits_number(passage, *p))):
         return NUMBER
-    new_name = any(i in quote.names and _word(quote.text, quote.spans[i]).casefold() not in present
+    new_name = any(i in quote.names and fold(_word(quote.text, quote.spans[i]))[0] not in present
                    for i in range(*q))
     replaced_name = q[1] > q[0] and any(i in passage.names for i in range(*p))
     return NAME if new_name or replaced_name else None
