@@ -34,7 +34,7 @@ from helpers.tiny_chat import make_tiny_chat_model
 from expmrc.data.datasets import SUBSETS, load_dataset, passage_of
 from expmrc.llm.backends import OpenAIBackend
 from expmrc.llm.cache import ResponseCache
-from expmrc.llm.run import fetch
+from expmrc.llm.fetch import fetch
 from expmrc.text.grounding import ground_submission
 
 
