@@ -64,7 +64,7 @@ def untrustworthy(grounding: dict[str, Any]) -> float | None:
     return None if rate is None else float(rate)
 
 
-def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]:
+def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float | None]:
     """One reply read and scored as `expmrc llm` reads and scores it: answer F1 (accuracy for multiple
     choice), evidence F1 and overall as `expmrc evaluate --details` gives them (0-1), and whether grounding
     does not trust the evidence (0 or 1; None without evidence)."""
