@@ -57,15 +57,17 @@ def load_subset(subset: str, template: str, split: str = "dev", **_metadata: Any
     return datasets.DatasetDict({split: datasets.Dataset.from_list(rows, features=types)})
 
 
-def untrustworthy(grounding: dict[str, Any]) -> float:
-    """The share (0-1) of evidence grounding does not trust, from `expmrc llm`'s grounding summary."""
-    return float(grounding["unverified_evidence_rate"])
+def untrustworthy(grounding: dict[str, Any]) -> float | None:
+    """Of one reply, from `expmrc llm`'s grounding summary: 1.0 when grounding does not trust its evidence
+    (unverified or altered), 0.0 when it does, None when it gives none (`percent_given` leaves it out)."""
+    rate = grounding["untrustworthy_evidence_rate"]
+    return None if rate is None else float(rate)
 
 
-def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]:
+def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float | None]:
     """One reply read and scored as `expmrc llm` reads and scores it: answer F1 (accuracy for multiple
     choice), evidence F1 and overall as `expmrc evaluate --details` gives them (0-1), and whether grounding
-    does not trust the evidence (0 or 1)."""
+    does not trust the evidence (0 or 1; None without evidence)."""
     from expmrc.llm.run import ground, parse_one, submission_of
     from expmrc.scoring.scorer import score
 
@@ -84,3 +86,10 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]
 def percent(values: list[float]) -> float:
     """100 × the mean, as the scorer averages: the sum over questions / the number of questions."""
     return 100.0 * sum(values) / len(values) if values else 0.0
+
+
+def percent_given(values: list[float | None]) -> float:
+    """100 × the mean over the replies that gave evidence, as `expmrc llm`'s untrustworthy-evidence rate is
+    (unverified + altered) / evidence given; NaN when none did."""
+    given = [v for v in values if v is not None]
+    return 100.0 * sum(given) / len(given) if given else float("nan")

@@ -312,8 +312,7 @@ def ground(dataset: Dataset, submission: dict[str, Any]) -> tuple[dict[str, Any]
 
     result = ground_submission(dataset, submission)
     details = {d["id"]: {k: v for k, v in d.items() if k != "id"} for d in result.details}
-    return result.submission, details, {"counts": result.counts, "answer_counts": result.answer_counts,
-                                        "unverified_evidence_rate": result.unverified_rate}
+    return result.submission, details, result.summary()
 
 
 def scores(dataset: Dataset, submission: dict[str, Any], name: str) -> dict[str, Any]:
@@ -420,13 +419,15 @@ def problem_lines(summary: dict[str, Any], info: dict[str, Any]) -> list[str]:
 
 def summary_lines(path: str, summary: dict[str, Any], info: dict[str, Any]) -> list[str]:
     """What the run prints: requests, parse counts, grounding, raw and grounded scores, problems, where it wrote."""
+    from expmrc.text.grounding import trust_line
+
     parse = ", ".join(f"{k} {v}" for k, v in summary["parse"].items())
     counts = ", ".join(f"{k} {v}" for k, v in summary["grounding"]["counts"].items())
-    rate = summary["grounding"]["unverified_evidence_rate"]
     replies = info["replies"]
     old = f" ({replies['cached_by_old_key']} under old keys)" if replies["cached_by_old_key"] else ""
     lines = [(f"{summary['questions']} questions: {replies['sent']} requests sent, {replies['cached']} from the "
-              f"cache{old}"), f"parsed: {parse}", f"grounding: {counts}; unverified evidence {100 * rate:.1f}%"]
+              f"cache{old}"), f"parsed: {parse}", f"grounding: {counts}",
+             trust_line(summary["grounding"])]
     if (samples := summary["samples"])["n"] > 1:
         lines.append(f"samples: {samples['n']} per question, mean agreement {100 * samples['mean_agreement']:.1f}% "
                      f"({samples['unanimous']} questions unanimous)")

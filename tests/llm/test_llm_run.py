@@ -61,7 +61,7 @@ def test_a_run_writes_a_complete_scored_grounded_record(tmp_path, subset, monkey
     assert scores["grounded"]["ALL_F1"] == 100.0 and scores["grounded"]["SKIP"] == 0
     assert scores["raw"]["ANS_F1"] == 100.0 and scores["parse"] == {"json": 2, "text": 0, "revised": 0, "failed": 0}
     assert ("LOCA" if dataset.kind == "span" else "LEX_LOCA") in scores["raw"]
-    assert scores["grounding"]["unverified_evidence_rate"] == 0.0
+    assert scores["grounding"]["untrustworthy_evidence_rate"] == 0.0 and scores["grounding"]["missing"] == 0
     info = read(run, "run_info.json")
     assert info["template"]["name"] == f"{dataset.kind}-{dataset.language}-v1" and info["replies"]["sent"] == 2
     records = [json.loads(line) for line in (run / "responses.jsonl").read_text(encoding="utf-8").splitlines()]

@@ -99,8 +99,9 @@ def test_per_sample_figures_are_expmrc_evaluates(harness_run, expmrc_runs, subse
     for sample, detail, response in zip(samples, details, expmrc_runs[subset]["responses"]):
         assert (sample["ANS_F1"], sample["EVI_F1"], sample["ALL_F1"]) == \
             (detail["answer"], detail["evidence"], detail["overall"])
-        unverified = response["grounding"]["evidence"]["status"] == "unverified"
-        assert sample["EVI_UNTRUSTWORTHY"] == float(unverified)
+        status = response["grounding"]["evidence"]["status"]
+        assert sample["EVI_UNTRUSTWORTHY"] == (None if status == "missing" else float(status in ("unverified",
+                                                                                              "altered")))
 
 
 @pytest.mark.parametrize("subset", SUBSETS)
@@ -108,7 +109,7 @@ def test_subset_figures_are_expmrc_llms(harness_run, expmrc_runs, subset):
     figures, scores = harness_run["results"][f"expmrc_{subset}"], expmrc_runs[subset]["scores"]
     for key in KEYS:
         assert round(figures[f"{key},none"], 3) == scores["raw"][key]
-    rate = scores["grounding"]["unverified_evidence_rate"]
+    rate = scores["grounding"]["untrustworthy_evidence_rate"]
     assert figures["EVI_UNTRUSTWORTHY,none"] == pytest.approx(100 * rate, abs=1e-9)
 
 
