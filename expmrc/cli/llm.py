@@ -46,7 +46,8 @@ examples:
   expmrc llm cmrc2018 --model qwen2.5:7b --base-url http://localhost:11434/v1 --samples 5 --temperature 0.7 --output runs/sc5
   expmrc llm squad --model gpt-4o-mini --export-batch squad-batch.jsonl          # then, with the provider's output:
   expmrc llm squad --model gpt-4o-mini --import-batch squad-batch-out.jsonl --output runs/squad-batch
-""".format(templates="\n".join(f"  {t.name:<14} {t.task} questions in {t.language}" for t in TEMPLATES.values()))
+""".format(templates="\n".join(f"  {t.name:<17}{t.task} questions in {t.language}{', reasoning first' if t.reasoning else ''}"
+                                         for t in TEMPLATES.values()))
 
 
 def price(text: str) -> tuple[float, float]:
