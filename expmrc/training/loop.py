@@ -571,7 +571,7 @@ def to_device(batch: dict[str, torch.Tensor], device: Any, keep_full_mask: bool 
     else:
         moved = {key: value.to(device) for key, value in batch.items()}
     mask = batch.get("attention_mask")
-    if mask is not None and not keep_full_mask and kind != "xla" and bool(mask.all()):
+    if mask is not None and mask.device.type == "cpu" and not keep_full_mask and kind != "xla" and mask.numpy().all():
         moved["attention_mask"] = None
     return moved
 
