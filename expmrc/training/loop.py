@@ -403,6 +403,8 @@ def bucketed(dataset: Batches, buckets: tuple[int, ...]) -> Batches:
 def compile_model(model: torch.nn.Module, config: TrainConfig) -> torch.nn.Module:
     """`torch.compile` with static shapes: each padded batch shape (one per length bucket) is compiled once,
     never into a dynamic-shape graph, and the limit on recompiles leaves room for every bucket."""
+    import torch._dynamo  # the module is not loaded before torch.compile is first called
+
     dynamo = torch._dynamo.config
     limit = "recompile_limit" if hasattr(dynamo, "recompile_limit") else "cache_size_limit"
     setattr(dynamo, limit, max(getattr(dynamo, limit), RECOMPILE_LIMIT))
@@ -567,7 +569,8 @@ def to_device(batch: dict[str, torch.Tensor], device: Any, keep_full_mask: bool 
     kind = torch.device(device).type
     if kind == "cuda":
         moved: dict[str, torch.Tensor | None] = {
-            key: value.pin_memory().to(device, non_blocking=True) for key, value in batch.items()}
+            key: (value.pin_memory() if value.device.type == "cpu" else value).to(device, non_blocking=True)
+            for key, value in batch.items()}
     else:
         moved = {key: value.to(device) for key, value in batch.items()}
     mask = batch.get("attention_mask")
