@@ -78,6 +78,8 @@ EOF
 export PYTHONPATH="$WORK/site:$ROOT${PYTHONPATH:+:$PYTHONPATH}" PYTHON="$PY" PYTHONUNBUFFERED=1 TQDM_MININTERVAL=10
 export NLTK_DATA="$CARRY/nltk_data" EXPMRC_DATA="$CARRY/data/expmrc" EXPMRC_TRAIN_DATA="$CARRY/data"
 export EXPMRC_CACHE="$WORK/cache" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+# compiled kernels cached under WORK, emptied above: a2 compiles from nothing, d from what a2 left
+export TORCHINDUCTOR_CACHE_DIR="$WORK/inductor" TRITON_CACHE_DIR="$WORK/triton"
 DEV="$CARRY/data/expmrc/cmrc2018/expmrc-cmrc2018-dev.json"
 TRAIN="$CARRY/data/cmrc2018-train.json"
 MODEL="$WORK/bert"
