@@ -11,7 +11,8 @@ mask handed to the encoder as a 2D mask, for the library to check (what the loop
 operators dispatched (each one a kernel launch or more on a GPU), reads of a tensor's value back to the host
 (`aten::_local_scalar_dense`: on a GPU each waits for the device), split into those inside
 the optimizer (on a CPU its step counters live on the host; fused AdamW on CUDA reads none) and all others, and
-the host's milliseconds; then the operators taking most host time.
+the host's milliseconds; then the operators taking most host time. First, how long the host takes to build one
+batch.
 """
 
 from __future__ import annotations
@@ -116,11 +117,23 @@ def profile(args: argparse.Namespace, library_masks: bool, folder: str) -> None:
         print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.top))
 
 
+def batch_seconds(args: argparse.Namespace, repeats: int = 50) -> float:
+    """Mean seconds the host takes to build one padded batch of --batch windows (`WindowDataset.batch`)."""
+    data, _ = windows(args)
+    generator = torch.Generator().manual_seed(0)
+    picks = [torch.randint(0, len(data), (args.batch,), generator=generator).tolist() for _ in range(repeats)]
+    began = time.perf_counter()
+    for pick in picks:
+        data.batch(pick)
+    return (time.perf_counter() - began) / repeats
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
     print(f"device {device}; torch {torch.__version__}; {args.shape} shape, {args.seq} tokens, batch {args.batch}; "
           f"{args.steps} steps profiled after {args.warmup}")
+    print(f"building one batch of {args.batch} windows on the host: {1000 * batch_seconds(args):.2f} ms")
     with tempfile.TemporaryDirectory() as folder:
         profile(args, False, folder)
         profile(args, True, folder)
