@@ -129,6 +129,7 @@ note "- pseudo evidence: $STEP_STATUS, ${STEP_WALL} s ($(tail -n 2 "$OUT/setup-p
 
 # figures of one run of the release script, from its run_info.json and the last score line of its log
 run_figures() {  # run_figures NAME RUN_DIR
+  if [ "$STEP_STATUS" = skipped ]; then return; fi
   "$PY" - "$1" "$2" "$OUT/$1.log" "$STEP_STATUS" "$STEP_WALL" <<'EOF' | tee -a "$SUMMARY"
 import json, sys
 from pathlib import Path
