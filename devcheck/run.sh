@@ -15,6 +15,7 @@
 #   c   benchmarks/bench_gpu.py part 1: BERT-base span and choice, bf16, eager, ours against the library's heads
 #   d   if time is left: a2 again (the compiled kernels now in the machine's inductor cache, as for a sweep's later runs)
 #   e   if time is left: a2 with --torch_compile_mode reduce-overhead (CUDA graphs)
+#   f   if time is left: three compiled runs side by side (seeds 1-3, the cache a2 filled), against d alone
 set -uo pipefail
 OUT="${1:?usage: bash devcheck/run.sh OUT_DIR}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -148,9 +149,10 @@ EOF
   cp "$2/run_info.json" "$OUT/$1.run_info.json" 2>/dev/null
 }
 
+TINY_ARGS=""
+if [ "$TINY" = 1 ]; then TINY_ARGS="--max_steps 6 --max_seq_length 128 --train_batch_size 8 --predict_batch_size 64"; fi
 release_run() {  # release_run NAME CAP MIN EXTRA_ARGS: scripts/run_cmrc2018.sh into WORK/runs/NAME
-  local extra="$4"
-  if [ "$TINY" = 1 ]; then extra="--max_steps 6 --max_seq_length 128 --train_batch_size 8 --predict_batch_size 64 $extra"; fi
+  local extra="$TINY_ARGS $4"
   run_step "$1" "$2" "$3" env PLM_PATH="$MODEL" DATA_PATH="$DATA" MODEL_PATH="$WORK/runs/$1" EXTRA_ARGS="$extra" \
     bash scripts/run_cmrc2018.sh
   run_figures "$1" "$WORK/runs/$1"
@@ -182,8 +184,13 @@ grep '^|\|^device\|^steps' "$OUT/c-bench-gpu.log" | tee -a "$SUMMARY"
 
 # ---- d, e: what is left of the budget --------------------------------------------------------------------------
 note ""
-note "## d, e. with the time left"
+note "## d, e, f. with the time left"
 release_run d-compiled-warm-cache 150 100 "--torch_compile True"
 release_run e-compiled-cuda-graphs 200 120 "--torch_compile True --torch_compile_mode reduce-overhead"
+run_step f-three-compiled 180 150 bash -c 'for i in 1 2 3; do
+    env PLM_PATH="$0" DATA_PATH="$1" MODEL_PATH="$2/f$i" SEED=$i EXTRA_ARGS="--torch_compile True $3" \
+      bash scripts/run_cmrc2018.sh > "$4/f$i.log" 2>&1 &
+  done; wait' "$MODEL" "$DATA" "$WORK/runs" "$TINY_ARGS" "$OUT"
+note "- f-three-compiled: $STEP_STATUS, wall ${STEP_WALL} s for three runs"
 note ""
 note "total $(( $(date +%s) - START )) s of the ${BUDGET} s budget"
