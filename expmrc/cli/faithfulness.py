@@ -43,8 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from expmrc.data.datasets import load_dataset
     from expmrc.data.io import check_output_path, write_json_atomic, write_text_atomic
-    from expmrc.decoding.faithfulness_run import run_faithfulness
-    from expmrc.decoding.rerun import FineTuned, torch_device
+    from expmrc.inference.faithfulness_run import run_faithfulness
+    from expmrc.inference.rerun import FineTuned, torch_device
     from expmrc.errors import ExpmrcError
 
     if args.max_k < 1:

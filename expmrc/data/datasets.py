@@ -20,6 +20,7 @@ SUBSETS = ("squad", "cmrc2018", "race", "c3")
 SPAN_SUBSETS = ("squad", "cmrc2018")
 CHOICE_SUBSETS = ("race", "c3")
 CHINESE_SUBSETS = ("cmrc2018", "c3")
+KIND_NAMES = {"span": "span-extraction", "choice": "multiple-choice"}
 LABELS = string.ascii_uppercase  # option labels: A, B, ... as the datasets spell them; at most 26 options
 
 
@@ -72,7 +73,7 @@ class Dataset:
     @property
     def kind(self) -> str:
         """`span` or `choice`."""
-        return "span" if self.subset in SPAN_SUBSETS else "choice"
+        return subset_kind(self.subset)
 
     @property
     def language(self) -> str:
@@ -111,8 +112,13 @@ def resolve_dataset_path(name_or_path: str) -> str:
 
 
 
-def load_dataset(path: str, subset: str | None = None) -> Dataset:
-    """Load and validate an ExpMRC dataset file; `subset` overrides detection from its `version`."""
+def load_dataset(path: str, subset: str | None = None, kind: str | None = None,
+                 fallback: str | None = None) -> Dataset:
+    """Load and validate an ExpMRC dataset file (or a subset name's dev set).
+
+    `subset` overrides detection from the file's `version`; `kind` ("span" or "choice") refuses a file of the
+    other task kind; `fallback` (the baselines' --task_name) names the subset when the version names none and
+    it is a subset of `kind`."""
     path = resolve_dataset_path(path)
     doc = read_json(path, "dataset file")
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
@@ -121,18 +127,10 @@ def load_dataset(path: str, subset: str | None = None) -> Dataset:
     if version is not None and not isinstance(version, str):
         raise ExpmrcError(f"{path}: `version` must be a string, got {_json_kind(version)}")
     version = version or ""
-    if subset is None:
-        subset = subset_from_version(version)
-        if subset is None:
-            raise ExpmrcError(
-                f"{path}: unknown dataset version {version!r} (it names none of {', '.join(SUBSETS)}); "
-                "pass --subset to say which it is"
-            )
-    elif subset not in SUBSETS:
-        raise ExpmrcError(f"{path}: unknown subset {subset!r}; choose one of {', '.join(SUBSETS)}")
-    elif subset_from_version(version) not in (None, subset):
-        raise ExpmrcError(f"{path}: --subset {subset} contradicts the file's version {version!r}, which is "
-                          f"{subset_from_version(version)}; drop --subset or give the right file")
+    subset = _subset_of(path, version, subset, kind, fallback)
+    if kind is not None and subset_kind(subset) != kind:
+        raise ExpmrcError(f"{path}: is a {subset} ({KIND_NAMES[subset_kind(subset)]}) file, not "
+                          f"{KIND_NAMES[kind]} data ({', '.join(subsets_of(kind))})")
     if subset in SPAN_SUBSETS:
         questions: list[Question] = list(span_questions(path, doc["data"]))
     else:
@@ -140,6 +138,38 @@ def load_dataset(path: str, subset: str | None = None) -> Dataset:
     if not questions:
         raise ExpmrcError(f"{path}: dataset holds no questions")
     return Dataset(path=path, version=version, subset=subset, questions=questions, raw=doc)
+
+
+def _subset_of(path: str, version: str, subset: str | None, kind: str | None, fallback: str | None) -> str:
+    """The subset a dataset file is: `subset` when given (checked against the version), else the version's,
+    else `fallback` when it is of `kind`; one line otherwise."""
+    named = subset_from_version(version)
+    if subset is not None:
+        if subset not in SUBSETS:
+            raise ExpmrcError(f"{path}: unknown subset {subset!r}; choose one of {', '.join(SUBSETS)}")
+        if named not in (None, subset):
+            raise ExpmrcError(f"{path}: --subset {subset} contradicts the file's version {version!r}, which is "
+                              f"{named}; drop --subset or give the right file")
+        return subset
+    if named is not None:
+        return named
+    if kind is not None and fallback is not None:
+        if fallback in subsets_of(kind):
+            return fallback
+        raise ExpmrcError(f"{path}: version {version!r} names no subset and --task_name {fallback!r} is not a "
+                          f"{KIND_NAMES[kind]} subset ({', '.join(subsets_of(kind))})")
+    raise ExpmrcError(f"{path}: unknown dataset version {version!r} (it names none of {', '.join(SUBSETS)}); "
+                      "pass --subset to say which it is")
+
+
+def subset_kind(subset: str) -> str:
+    """`span` or `choice`: the task kind of a subset."""
+    return "span" if subset in SPAN_SUBSETS else "choice"
+
+
+def subsets_of(kind: str) -> tuple[str, ...]:
+    """The subsets of a task kind, in table order."""
+    return SPAN_SUBSETS if kind == "span" else CHOICE_SUBSETS
 
 
 def _is_number(value: Any) -> bool:

@@ -1,7 +1,7 @@
 """Reading training runs for `expmrc collect`: finding run directories, scoring each run's predictions.
 
 Each run directory is read as the training scripts leave it (the files named in
-expmrc/training/rundir.py: run_info.json, dev_predictions.json), its predictions are scored on its dev
+expmrc/data/runs.py: run_info.json, dev_predictions.json), its predictions are scored on its dev
 set with `expmrc.scoring.scorer` (leaderboard rules). A run that is unfinished, failed or unscorable, or
 whose λ or seed is not a finite number / whole number, gets the reason as its status and note, never an
 exception. Folders holding only collect's own outputs are not runs.
@@ -20,12 +20,12 @@ import numpy as np
 
 from expmrc.data.datasets import SUBSETS, Dataset, load_dataset, resolve_dataset_path
 from expmrc.data.io import read_json
+from expmrc.data.runs import RUN_INFO, check_schema
 from expmrc.data.submissions import PREDICTIONS_FILE as PREDICTIONS
 from expmrc.data.submissions import load_submission
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import select
 from expmrc.scoring.scorer import score
-from expmrc.training.rundir import RUN_INFO, check_schema
 
 FAITHFULNESS = "faithfulness.json"  # `expmrc faithfulness RUN_DIR DEV --output RUN_DIR/faithfulness.json`
 SCORES = ("answer", "evidence", "overall")  # the leaderboard's, plotted in the λ figure

@@ -1,6 +1,6 @@
 """One baseline run end to end, the same for the span-extraction and the multiple-choice script.
 
-Flags in, run directory out (`expmrc.training.rundir`): every input checked before any work, then
+Flags in, run directory out (`expmrc.data.runs`): every input checked before any work, then
 train on --train_file (resuming from the newest checkpoint), save the fine-tuned model to
 OUTPUT_DIR/model, predict on --predict_file, decode, write dev_predictions.json and dev_nbest.json,
 print the scores, and record the run in run_info.json. A --do_predict run without --do_train uses the
@@ -22,21 +22,21 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
-from expmrc.data.datasets import Dataset
+from expmrc.data.datasets import Dataset, load_dataset
 from expmrc.data.io import atomic_directory, check_output_path
+from expmrc.data.runs import (ANSWERER_DIR, ANSWERER_RUN_DIR, CHECKPOINT_DIR, MODEL_DIR, PREDICT_ONLY_DIR,
+                              RUN_INFO, SCHEMA, check_schema, environment, read_run_info, recorded_run)
 from expmrc.data.submissions import PREDICTIONS_FILE, write_predictions
 from expmrc.errors import ExpmrcError
 from expmrc.features.cache import cache_key, cached_features, shared_cache_path
 from expmrc.features.windows import FeatureReport, FeatureTable, WindowDataset, uses_token_types
+from expmrc.inference.predictor import predict
 from expmrc.models.backbones import ModelSource, load_task_model, resolve_source
 from expmrc.scoring.scorer import score
+from expmrc.tasks import TaskSettings, TaskSpec
 from expmrc.training.flags import check_flags, flag_values, ignored_flags
-from expmrc.training.loop import (TrainConfig, checkpoint_steps, make_accelerator, precision_record, predict,
-                                  train)
-from expmrc.training.rundir import (ANSWERER_DIR, ANSWERER_RUN_DIR, CHECKPOINT_DIR, MODEL_DIR, PREDICT_ONLY_DIR,
-                                    RUN_INFO, SCHEMA, check_schema, environment, read_run_info, recorded_run)
+from expmrc.training.loop import TrainConfig, checkpoint_steps, make_accelerator, precision_record, train
 from expmrc.training.select_forget import SelectAndForget, answerer_folder
-from expmrc.training.tasks import TaskSettings, TaskSpec
 
 logger = logging.getLogger("expmrc")
 UNKNOWN_REFUSED = 0.5  # share of unknown tokens from which a run is refused (a vocabulary that does not fit)
@@ -44,11 +44,10 @@ UNKNOWN_REFUSED = 0.5  # share of unknown tokens from which a run is refused (a 
 
 @dataclass(frozen=True)
 class BaselineTask:
-    """A baseline script: the task layer's spec (settings, features, model, decoder), its flags and its data."""
+    """A baseline script: the task layer's spec (settings, features, model, decoder) and its flags."""
 
     spec: TaskSpec
     parser: Callable[[], argparse.ArgumentParser]  # the shared flags with the task's defaults and extra flags
-    load: Callable[[str, str], Dataset]  # (path or subset name, --task_name) -> the dataset, of this task's kind
 
     @property
     def kind(self) -> str:
@@ -264,8 +263,8 @@ def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[Run, Dataset 
     args = task.parser().parse_args(argv)
     check_flags(args)
     settings = TaskSettings.from_args(args)
-    train_set = task.load(args.train_file, args.task_name) if args.do_train else None
-    predict_set = task.load(args.predict_file, args.task_name) if args.do_predict else None
+    train_set = load_dataset(args.train_file, kind=task.kind, fallback=args.task_name) if args.do_train else None
+    predict_set = load_dataset(args.predict_file, kind=task.kind, fallback=args.task_name) if args.do_predict else None
     output = check_outputs(args)
     if args.select_and_forget and args.do_predict and not args.do_train:
         answerer_folder(output)

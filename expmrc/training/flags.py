@@ -4,7 +4,7 @@ Users keep their shell scripts, so every original flag works unchanged, includin
 strings as values (`--do_train=True`, `--do_train True`, or a bare `--do_train`). Defaults are the
 original scripts' own, so an original command line that relies on a default gets the original
 configuration: the window and decoding lengths come from the task layer's one set of defaults
-(`expmrc.training.tasks.TaskSettings`), the rest per task from `TASK_DEFAULTS`; scripts/run_*.sh pass
+(`expmrc.tasks.TaskSettings`), the rest per task from `TASK_DEFAULTS`; scripts/run_*.sh pass
 the paper's settings explicitly. `--do_lower_case` defaults to None, "not given": an original vocab.txt is then read
 cased, the original default False, and a Hugging Face tokenizer keeps its own casing
 (`expmrc.models.backbones.resolve_source`). The original TPU-only flags are accepted and ignored
@@ -17,8 +17,8 @@ import argparse
 import math
 from typing import Any
 
-from expmrc.errors import ExpmrcError, warn
-from expmrc.training.tasks import TASKS
+from expmrc.errors import ExpmrcError, OneLineParser, warn
+from expmrc.tasks import TASKS
 
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {  # the original run_se_mrc.py / run_mc_mrc.py defaults
     "span": {"loss_lambda": 0.1, "task_name": "squad"},
@@ -58,8 +58,6 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
         raise ValueError(f"task must be one of {sorted(TASK_DEFAULTS)}")
     defaults = TASK_DEFAULTS[task]
     settings = TASKS[task].defaults
-    from expmrc.cli import OneLineParser  # one-line usage errors, no flag abbreviations
-
     parser = OneLineParser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
 
     model = parser.add_argument_group("model (either --model_name_or_path, or the original three files)")

@@ -31,12 +31,13 @@ from accelerate.utils import set_seed
 
 from expmrc.data.datasets import Question, SpanQuestion, passage_of
 from expmrc.data.io import read_json, write_json_atomic
+from expmrc.data.runs import ANSWERER_DIR, ANSWERER_RUN_DIR, SELECTION_FILE
 from expmrc.decoding.predictions import decode_predictions
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import FeatureTable, WindowDataset
+from expmrc.inference.predictor import predict
 from expmrc.text.locate import locate_answer, locate_evidence
-from expmrc.training.loop import TrainConfig, TrainResult, predict, train
-from expmrc.training.rundir import ANSWERER_DIR, ANSWERER_RUN_DIR, SELECTION_FILE
+from expmrc.training.loop import TrainConfig, TrainResult, train
 
 logger = logging.getLogger("expmrc")
 

@@ -14,11 +14,12 @@ from expmrc.data.datasets import load_dataset
 from expmrc.decoding.predictions import decode_predictions
 from expmrc.features.span import build_span_features
 from expmrc.features.windows import IGNORE, WindowDataset, uses_token_types
+from expmrc.inference.predictor import predict
 from expmrc.metrics.coupling import span_aggregate, span_question
 from expmrc.models.backbones import load_task_model, resolve_source
 from expmrc.models.heads import coupling_regularizer, gold_probability
 from expmrc.models.span import SpanModel
-from expmrc.training.loop import TrainConfig, make_accelerator, predict, train
+from expmrc.training.loop import TrainConfig, make_accelerator, train
 from expmrc.training.span_task import run_span
 from helpers.common import needs_punkt, record_figures, seeded
 from helpers.span_data import distractor_file, make_span_file

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from expmrc.data.runs import recorded_run
 from expmrc.errors import ExpmrcError
-from expmrc.training.rundir import recorded_run
 
 
 def info():

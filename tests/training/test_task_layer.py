@@ -12,12 +12,12 @@ import torch
 
 from expmrc.cli import run_guarded
 from expmrc.data.datasets import load_dataset
-from expmrc.decoding.rerun import FineTuned
+from expmrc.data.runs import PREDICT_ONLY_DIR, SCHEMA
 from expmrc.errors import ExpmrcError
+from expmrc.inference.rerun import FineTuned
+from expmrc.tasks import TASKS, TaskSettings
 from expmrc.training.choice_task import run_choice
-from expmrc.training.rundir import PREDICT_ONLY_DIR, SCHEMA
 from expmrc.training.span_task import run_span
-from expmrc.training.tasks import TASKS, TaskSettings
 from helpers.choice_data import choice_file
 from helpers.common import predictions
 from helpers.span_data import make_span_file

@@ -3,9 +3,9 @@ list of questions exactly as the run predicted its own.
 
 `expmrc faithfulness` re-predicts passages it edited itself, so it builds the windows of the questions it
 is given (no feature cache). Everything else is the run's: the settings come from the fine-tuned folder's
-record (`config.json` → `expmrc.settings`, read by the task layer, `expmrc.training.tasks`), else from
+record (`config.json` → `expmrc.settings`, read by the task layer, `expmrc.tasks`), else from
 the run's run_info.json; the windows are built by the task's feature builder, run through the one
-prediction loop (`expmrc.training.loop.predict_items`: longest first, under the run's autocast
+prediction loop (`expmrc.inference.predictor.predict_items`: longest first, under the run's autocast
 precision, in batches of the run's --predict_batch_size unless told otherwise) and decoded by the
 task's decoder. So a saved run re-predicts its own dev_predictions.json.
 """
@@ -23,14 +23,14 @@ import numpy as np
 import torch
 
 from expmrc.data.datasets import Question, SpanQuestion
+from expmrc.data.runs import MODEL_DIR, check_schema, read_run_info
 from expmrc.decoding.spans import span_probability
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import FeatureTable, WindowDataset, uses_token_types
+from expmrc.inference.predictor import predict_items
 from expmrc.metrics.leaderboard import score_tokens
 from expmrc.models.backbones import load_task_model, resolve_source, training_record
-from expmrc.training.loop import predict_items
-from expmrc.training.rundir import MODEL_DIR, check_schema, read_run_info
-from expmrc.training.tasks import TaskSettings, TaskSpec, task_spec
+from expmrc.tasks import TaskSettings, TaskSpec, task_spec
 
 DEFAULT_BATCH_SIZE = 32  # windows per forward pass when the record names none (the baselines' default)
 
