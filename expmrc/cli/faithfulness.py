@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from expmrc.inference.faithfulness_run import run_faithfulness
     from expmrc.inference.rerun import FineTuned, torch_device
     from expmrc.errors import ExpmrcError
+    from expmrc.logs import quiet_libraries
 
     if args.max_k < 1:
         raise ExpmrcError(f"--max_k must be at least 1, got {args.max_k}")
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         if path:
             check_output_path(path, "file", inputs=[args.dataset])
     torch_device(args.device)  # a bad --device is one line before any loading
+    quiet_libraries()
     dataset = load_dataset(args.dataset, args.subset)
     model = FineTuned(args.run_dir, args.device, args.batch_size)
     if model.record.get("select_and_forget"):

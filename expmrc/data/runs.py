@@ -32,7 +32,6 @@ from typing import Any
 from collections.abc import Callable, Iterator
 
 from expmrc.data.io import read_json, write_json_atomic
-from expmrc.data.submissions import NBEST_FILE, PREDICTIONS_FILE
 from expmrc.errors import ExpmrcError, Terminated
 
 RUN_INFO = "run_info.json"
@@ -44,8 +43,6 @@ SELECTION_FILE = "selected_evidence.json"
 ANSWERER_DIR = "answerer"
 ANSWERER_RUN_DIR = "answerer-training"
 PREDICT_ONLY_DIR = "predict-only"
-OUTPUTS = (RUN_INFO, PREDICTIONS_FILE, NBEST_FILE, MODEL_DIR, CHECKPOINT_DIR, LOG_FILE, SELECTION_FILE,
-           ANSWERER_DIR, ANSWERER_RUN_DIR, PREDICT_ONLY_DIR)
 
 
 SCHEMA = 2  # 2: `settings` from the task layer, `schema` and `environment`; 1 (or none): earlier records

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
-import transformers
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoTokenizer, PretrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
@@ -45,10 +44,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-
-transformers.logging.set_verbosity_error()  # our one-line loading report replaces the library's table
-transformers.utils.logging.disable_progress_bar()
-
 
 @dataclass
 class ModelSource:

@@ -27,7 +27,7 @@ from expmrc.reports.collect_runs import (
     FORMATS,
     OUTPUT_FILES,
     DatasetCache,
-    Run,
+    ScoredRun,
     find_run_dirs,
     read_run,
 )
@@ -40,7 +40,7 @@ __all__ = ["FORMATS", "CollectResult", "collect"]
 class CollectResult:
     """What `collect` read and wrote."""
 
-    runs: list[Run]
+    runs: list[ScoredRun]
     groups: list[Group]
     markdown: str
     written: list[str]

@@ -17,12 +17,12 @@ from expmrc.data.io import atomic_file
 from expmrc.metrics.registry import select
 from expmrc.reports.collect_runs import (
     FARM,
-    METRICS,
+    FIGURES,
     OUTPUT_FILES,
     PREDICTIONS,
     SCORES,
     DatasetCache,
-    Run,
+    ScoredRun,
 )
 from expmrc.reports.collect_stats import Group, shown_metrics
 from expmrc.reports.html import load_submissions, render_report
@@ -102,12 +102,12 @@ def interval_cell(group: Group, metric: str) -> str:
     return f"{_cell(group.mean(metric), metric)} [{span[0]:.1f}, {span[1]:.1f}]" + (f" {marker}" if marker else "")
 
 
-def setting_stats(group: Group, metrics: tuple[str, ...] = METRICS) -> list[str]:
+def setting_stats(group: Group, metrics: tuple[str, ...] = FIGURES) -> list[str]:
     """Mean / std / max of each metric for one setting, three decimals."""
     return [f"{_fmt(group.mean(m), 3)} / {_fmt(group.std(m), 3)} / {_fmt(group.max(m), 3)}" for m in metrics]
 
 
-def markdown_report(groups: list[Group], runs: list[Run]) -> str:
+def markdown_report(groups: list[Group], runs: list[ScoredRun]) -> str:
     """The tables: maximum over seeds (Table 3 style), mean ± std, every setting, runs left out."""
     names = short_model_names(groups)
     scored = sum(len(g.runs) for g in groups)
@@ -172,14 +172,14 @@ def _number(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
-def run_scores(run: Run, metrics: tuple[str, ...]) -> list[str]:
+def run_scores(run: ScoredRun, metrics: tuple[str, ...]) -> list[str]:
     """A run's values of `metrics`, three decimals ("" where it has none)."""
     return [_number((run.scores or {}).get(m)) for m in metrics]
 
 
-def runs_csv(runs: list[Run]) -> str:
+def runs_csv(runs: list[ScoredRun]) -> str:
     """One row per run directory, scored or not, with the reason when it was left out."""
-    metrics = METRICS + ((FARM,) if any(FARM in (r.scores or {}) for r in runs) else ())
+    metrics = FIGURES + ((FARM,) if any(FARM in (r.scores or {}) for r in runs) else ())
     rows: list[list] = [["run_dir", "status", "subset", "task", "model", "loss_lambda", "rand_seed", *metrics,
                          "unanswered", "total", "dev_file", "dev_sha256", "note"]]
     for r in runs:
@@ -247,7 +247,7 @@ def plot_lambda(groups: list[Group], path: str) -> None:
 
 # ---------------------------------------------------------------- the HTML page
 
-def report_names(runs: list[Run]) -> dict[str, str]:
+def report_names(runs: list[ScoredRun]) -> dict[str, str]:
     """A file name for each scored run's report page: its path below the runs' common folder, made safe."""
     dirs = [r.run_dir for r in runs if r.status == "finished"]
     if not dirs:
@@ -265,7 +265,7 @@ def report_names(runs: list[Run]) -> dict[str, str]:
     return names
 
 
-def write_html(groups: list[Group], runs: list[Run], datasets: DatasetCache, output_dir: str,
+def write_html(groups: list[Group], runs: list[ScoredRun], datasets: DatasetCache, output_dir: str,
                progress: bool = True) -> list[str]:
     """index.html (the tables, the λ figure, every run) and a report page per scored run under reports/."""
     out = Path(output_dir)

@@ -29,7 +29,7 @@ from expmrc.scoring.scorer import score
 
 FAITHFULNESS = "faithfulness.json"  # `expmrc faithfulness RUN_DIR DEV --output RUN_DIR/faithfulness.json`
 SCORES = ("answer", "evidence", "overall")  # the leaderboard's, plotted in the λ figure
-METRICS = SCORES + ("loca",)  # LOCA: span subsets by offsets, multiple choice its lexical stand-in
+FIGURES = SCORES + ("loca",)  # LOCA: span subsets by offsets, multiple choice its lexical stand-in
 FARM = "farm4"  # FARM(4) from the run's faithfulness.json, with collect(farm=True)
 LOCA_KEYS = {"loca": "LOCA", "lexical-loca": "LEX_LOCA"}
 FORMATS = ("md", "csv", "png")
@@ -37,7 +37,7 @@ OUTPUT_FILES = {"md": "table3.md", "csv": "table3.csv", "runs": "runs.csv", "png
 
 
 @dataclass
-class Run:
+class ScoredRun:
     """One run directory: what it was, whether it counts, and its scores (×100) when it does."""
 
     run_dir: str
@@ -126,13 +126,13 @@ class DatasetCache:
         raise ExpmrcError(f"{run_dir}: predict_file {predict_file} not found (pass --data DEV_SET)")
 
 
-def read_run(run_dir: str, datasets: DatasetCache, farm: bool = False) -> Run:
+def read_run(run_dir: str, datasets: DatasetCache, farm: bool = False) -> ScoredRun:
     """Read and score one run directory; problems become the run's status and note, never an exception.
 
     Besides the leaderboard's scores, LOCA (the coupling metric of the task) is computed from the
     predictions; with `farm`, FARM(4) is read from the run's faithfulness.json.
     """
-    run = Run(run_dir=run_dir, status="unfinished")
+    run = ScoredRun(run_dir=run_dir, status="unfinished")
     info_path = os.path.join(run_dir, RUN_INFO)
     if not os.path.exists(info_path):
         run.note = "no run_info.json (never started, or written by something else)"

@@ -31,6 +31,7 @@ from expmrc.errors import ExpmrcError
 from expmrc.features.cache import cache_key, cached_features, shared_cache_path
 from expmrc.features.windows import FeatureReport, FeatureTable, WindowDataset, uses_token_types
 from expmrc.inference.predictor import predict
+from expmrc.logs import setup_logging
 from expmrc.models.backbones import ModelSource, load_task_model, resolve_source
 from expmrc.scoring.scorer import score
 from expmrc.tasks import TaskSettings, TaskSpec
@@ -104,16 +105,6 @@ def coupling_settings(args: argparse.Namespace) -> dict[str, Any]:
             "select_and_forget": bool(args.select_and_forget)}
 
 
-def setup_logging(is_main_process: bool) -> None:
-    """Log lines as plain messages on stderr, from the main process only (others log warnings)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    root = logging.getLogger("expmrc")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO if is_main_process else logging.WARNING)
-    root.propagate = False
-
-
 def check_outputs(args: argparse.Namespace) -> Path:
     """The run directory, created, once every output path was checked (one line naming a bad one)."""
     output = check_output_path(args.output_dir, "dir")
@@ -144,7 +135,7 @@ def given_flags(argv: list[str] | None) -> set[str]:
 
 
 @dataclass
-class Run:
+class BaselineRun:
     """One baseline run in progress: its flags, settings, device, model and run record."""
 
     task: BaselineTask
@@ -176,7 +167,7 @@ class Run:
                                        progress)
 
 
-def features(run: Run, dataset: Dataset, is_training: bool, cache_path: str | None) -> tuple[FeatureTable, FeatureReport, str]:
+def features(run: BaselineRun, dataset: Dataset, is_training: bool, cache_path: str | None) -> tuple[FeatureTable, FeatureReport, str]:
     """The dataset's windows and their cache key, from the feature cache while it is valid (`cache_path`, else
     the shared cache folder); an input error names the file, and mostly unknown tokens are refused."""
     def build() -> tuple[FeatureTable, FeatureReport]:
@@ -240,7 +231,7 @@ def predict_destination(output: Path, args: argparse.Namespace) -> Path:
     return output / PREDICT_ONLY_DIR
 
 
-def refuse_other_settings(run: Run, trained: Path) -> None:
+def refuse_other_settings(run: BaselineRun, trained: Path) -> None:
     """One line when a training run would replace a finished run's model trained with other settings, unless
     --overwrite_output_dir."""
     if run.args.overwrite_output_dir or not (trained / "config.json").is_file() or already_trained(trained, run.signature):
@@ -258,7 +249,7 @@ def refuse_other_settings(run: Run, trained: Path) -> None:
                       "--overwrite_output_dir True to train again and replace its model, or use a new --output_dir")
 
 
-def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[Run, Dataset | None, Dataset | None]:
+def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[BaselineRun, Dataset | None, Dataset | None]:
     """Parse and check the flags and inputs, make the run directory and the accelerator; nothing loaded yet."""
     args = task.parser().parse_args(argv)
     check_flags(args)
@@ -282,11 +273,11 @@ def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[Run, Dataset 
                             "precision": precision_record(config, accelerator), "flags": flag_values(args),
                             "schema": SCHEMA, "environment": environment(accelerator.device.type),
                             **coupling_settings(args)}
-    run = Run(task, args, settings, output, config, accelerator, info, previous=read_run_info(str(output)))
+    run = BaselineRun(task, args, settings, output, config, accelerator, info, previous=read_run_info(str(output)))
     return run, train_set, predict_set
 
 
-def load_model(run: Run, source: ModelSource, given: set[str]) -> Any:
+def load_model(run: BaselineRun, source: ModelSource, given: set[str]) -> Any:
     """The task model from `source`, with the run's loss settings; a predict-only run takes the settings the
     model records, and is recorded under them."""
     model, report = load_task_model(run.task.model_class, source)
@@ -319,7 +310,7 @@ def load_model(run: Run, source: ModelSource, given: set[str]) -> Any:
     return model
 
 
-def saved_record(run: Run, source: ModelSource) -> dict[str, Any]:
+def saved_record(run: BaselineRun, source: ModelSource) -> dict[str, Any]:
     """What the fine-tuned folder's config.json records about the run that trained it."""
     args = run.args
     return {"schema": SCHEMA, "task": run.task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
@@ -328,7 +319,7 @@ def saved_record(run: Run, source: ModelSource) -> dict[str, Any]:
             "training_signature": run.signature}
 
 
-def train_phase(run: Run, model: Any, train_set: Dataset, source: ModelSource) -> Any:
+def train_phase(run: BaselineRun, model: Any, train_set: Dataset, source: ModelSource) -> Any:
     """Train on the training set (or reuse OUTPUT_DIR/model when it holds this run's result) and save the model."""
     args, trained = run.args, run.output / MODEL_DIR
     table, train_report, key = features(run, train_set, True, args.train_tfrecord)
@@ -354,7 +345,7 @@ def train_phase(run: Run, model: Any, train_set: Dataset, source: ModelSource) -
     return model
 
 
-def select_forget(run: Run) -> SelectAndForget:
+def select_forget(run: BaselineRun) -> SelectAndForget:
     """The Select & Forget phase of this run (expmrc/training/select_forget.py)."""
     s = run.settings
     return SelectAndForget(run.output, run.accelerator, lambda questions, is_training: run.build(questions, is_training)[0],
@@ -362,7 +353,7 @@ def select_forget(run: Run) -> SelectAndForget:
                            (s.n_best_size, s.max_answer_length, s.max_evidence_length))
 
 
-def answerer_phase(run: Run, forget: SelectAndForget, selector: Any, train_set: Dataset, source: ModelSource) -> Any:
+def answerer_phase(run: BaselineRun, forget: SelectAndForget, selector: Any, train_set: Dataset, source: ModelSource) -> Any:
     """Select the training questions' evidence with the trained selector, then train (or reuse) the answerer."""
     def windows() -> FeatureTable:  # the training set's prediction windows, for the selector
         return features(run, train_set, False, None)[0]
@@ -391,7 +382,7 @@ def answerer_phase(run: Run, forget: SelectAndForget, selector: Any, train_set: 
     return answerer
 
 
-def predict_phase(run: Run, model: Any, predict_set: Dataset, forget: SelectAndForget | None, answerer: Any,
+def predict_phase(run: BaselineRun, model: Any, predict_set: Dataset, forget: SelectAndForget | None, answerer: Any,
                   destination: Path) -> None:
     """Predict, decode, write the predictions into `destination` and log their scores."""
     s = run.settings

@@ -83,7 +83,6 @@ class TrainResult:
     """How a call to `train` ended."""
 
     global_step: int
-    total_steps: int
     resumed_from: int  # the checkpoint step training continued from; 0 for a fresh start
     last_loss: float | None  # mean loss over the last logging window (None if no step ran)
     examples_per_second: float  # over the steps this call ran, checkpoint writing included
@@ -284,7 +283,7 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
         bar.close()
     seconds = time.perf_counter() - began
     ran = total - start
-    return TrainResult(global_step=total, total_steps=total, resumed_from=start, last_loss=window.last_loss,
+    return TrainResult(global_step=total, resumed_from=start, last_loss=window.last_loss,
                        examples_per_second=ran * config.train_batch_size / seconds if ran and seconds > 0 else 0.0,
                        seconds=seconds, checkpoint_seconds=checkpoint_seconds,
                        micro_batch=chunk if chunk < run.micro else 0)
