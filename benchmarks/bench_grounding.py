@@ -22,7 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from expmrc.data.datasets import SUBSETS, load_dataset, passage_of  # noqa: E402
+from expmrc.data import subsets  # noqa: E402
+from expmrc.data.datasets import load_dataset, passage_of  # noqa: E402
 from expmrc.text.grounding import ground_text  # noqa: E402
 from helpers.quotes import fabricated, faithful, gold_cases, longest_other, measure, rng_for, units  # noqa: E402
 
@@ -43,7 +44,7 @@ def quotes(dataset) -> list[tuple[str, str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--subsets", default=",".join(SUBSETS))
+    parser.add_argument("--subsets", default=",".join(subsets.names()))
     args = parser.parse_args()
     print(f"{'subset':<9} {'cases':>5} {'located':>8} {'flagged':>8} {'answers':>8} {'quotes/s':>9} {'find/s':>9}")
     for subset in args.subsets.split(","):

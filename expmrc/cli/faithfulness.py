@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from expmrc.data import subsets
+
 DESCRIPTION = """\
 Re-predict a dataset on edited passages with a fine-tuned model (a run directory of either baseline,
 or its model/ folder) and report how its answers depend on its own evidence (docs/coupling.md):
@@ -27,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, or a fine-tuned model folder")
     parser.add_argument("dataset", metavar="DATASET", help="dataset file, or a subset name looked up in $EXPMRC_DATA")
     parser.add_argument("--max_k", type=int, default=4, help="largest k of FARM(k), at least 1 (default 4)")
-    parser.add_argument("--subset", choices=("squad", "cmrc2018", "race", "c3"),
+    parser.add_argument("--subset", choices=subsets.names(),
                         help="the dataset's subset, when its `version` does not say")
     parser.add_argument("--batch_size", type=int, default=None,
                         help="windows per forward pass (default: the run's own --predict_batch_size)")

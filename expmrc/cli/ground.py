@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from expmrc.data import subsets
 from expmrc.text.grounding import FUZZY_THRESHOLD
 
 DESCRIPTION = f"""\
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='one JSON line per question: {"id", "evidence": {"status", "start", "end", "score"}, '
                              '"answer": {...}} (answer on span subsets; character offsets, end exclusive)')
     parser.add_argument("--drop-unverified", action="store_true", help="empty the fields that could not be located")
-    parser.add_argument("--subset", choices=("squad", "cmrc2018", "race", "c3"),
+    parser.add_argument("--subset", choices=subsets.names(),
                         help="the dataset's subset, when its `version` does not say")
 
 

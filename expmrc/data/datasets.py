@@ -13,14 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from expmrc.data import subsets
 from expmrc.data.io import read_json
 from expmrc.errors import ExpmrcError, warn
 
-SUBSETS = ("squad", "cmrc2018", "race", "c3")
-SPAN_SUBSETS = ("squad", "cmrc2018")
-CHOICE_SUBSETS = ("race", "c3")
-CHINESE_SUBSETS = ("cmrc2018", "c3")
-KIND_NAMES = {"span": "span-extraction", "choice": "multiple-choice"}
 LABELS = string.ascii_uppercase  # option labels: A, B, ... as the datasets spell them; at most 26 options
 
 
@@ -73,36 +69,21 @@ class Dataset:
     @property
     def kind(self) -> str:
         """`span` or `choice`."""
-        return subset_kind(self.subset)
+        return subsets.subset(self.subset).kind
 
     @property
     def language(self) -> str:
-        """`zh` for CMRC 2018 and C3, `en` otherwise."""
-        return "zh" if self.subset in CHINESE_SUBSETS else "en"
-
-
-def subset_from_version(version: str) -> str | None:
-    """The subset a dataset `version` names, by the official scorer's substring rule, or None."""
-    if "squad" in version:
-        return "squad"
-    if "cmrc2018" in version:
-        return "cmrc2018"
-    if "race" in version:
-        return "race"
-    if "c3" in version:
-        return "c3"
-    return None
+        """`en` or `zh`, as the subset table says."""
+        return subsets.subset(self.subset).language
 
 
 def resolve_dataset_path(name_or_path: str) -> str:
     """A dataset argument as a file path: a subset name is looked up in `$EXPMRC_DATA`, then `data/`."""
-    if name_or_path in SUBSETS and not os.path.exists(name_or_path):
+    if name_or_path in subsets.names() and not os.path.exists(name_or_path):
         roots = [os.environ.get("EXPMRC_DATA", ""), "data"]
+        dev_file = subsets.subset(name_or_path).dev_file
         for root in [r for r in roots if r]:
-            for candidate in (
-                Path(root) / name_or_path / f"expmrc-{name_or_path}-dev.json",
-                Path(root) / f"expmrc-{name_or_path}-dev.json",
-            ):
+            for candidate in (Path(root) / name_or_path / dev_file, Path(root) / dev_file):
                 if candidate.is_file():
                     return str(candidate)
         raise ExpmrcError(
@@ -128,10 +109,11 @@ def load_dataset(path: str, subset: str | None = None, kind: str | None = None,
         raise ExpmrcError(f"{path}: `version` must be a string, got {_json_kind(version)}")
     version = version or ""
     subset = _subset_of(path, version, subset, kind, fallback)
-    if kind is not None and subset_kind(subset) != kind:
-        raise ExpmrcError(f"{path}: is a {subset} ({KIND_NAMES[subset_kind(subset)]}) file, not "
-                          f"{KIND_NAMES[kind]} data ({', '.join(subsets_of(kind))})")
-    if subset in SPAN_SUBSETS:
+    found = subsets.subset(subset).kind
+    if kind is not None and found != kind:
+        raise ExpmrcError(f"{path}: is a {subset} ({subsets.KINDS[found]}) file, not "
+                          f"{subsets.KINDS[kind]} data ({', '.join(subsets.names_of(kind))})")
+    if found == "span":
         questions: list[Question] = list(span_questions(path, doc["data"]))
     else:
         questions = list(choice_questions(path, doc["data"]))
@@ -143,10 +125,10 @@ def load_dataset(path: str, subset: str | None = None, kind: str | None = None,
 def _subset_of(path: str, version: str, subset: str | None, kind: str | None, fallback: str | None) -> str:
     """The subset a dataset file is: `subset` when given (checked against the version), else the version's,
     else `fallback` when it is of `kind`; one line otherwise."""
-    named = subset_from_version(version)
+    named = subsets.from_version(version)
     if subset is not None:
-        if subset not in SUBSETS:
-            raise ExpmrcError(f"{path}: unknown subset {subset!r}; choose one of {', '.join(SUBSETS)}")
+        if subset not in subsets.names():
+            raise ExpmrcError(f"{path}: unknown subset {subset!r}; choose one of {', '.join(subsets.names())}")
         if named not in (None, subset):
             raise ExpmrcError(f"{path}: --subset {subset} contradicts the file's version {version!r}, which is "
                               f"{named}; drop --subset or give the right file")
@@ -154,22 +136,12 @@ def _subset_of(path: str, version: str, subset: str | None, kind: str | None, fa
     if named is not None:
         return named
     if kind is not None and fallback is not None:
-        if fallback in subsets_of(kind):
+        if fallback in subsets.names_of(kind):
             return fallback
         raise ExpmrcError(f"{path}: version {version!r} names no subset and --task_name {fallback!r} is not a "
-                          f"{KIND_NAMES[kind]} subset ({', '.join(subsets_of(kind))})")
-    raise ExpmrcError(f"{path}: unknown dataset version {version!r} (it names none of {', '.join(SUBSETS)}); "
+                          f"{subsets.KINDS[kind]} subset ({', '.join(subsets.names_of(kind))})")
+    raise ExpmrcError(f"{path}: unknown dataset version {version!r} (it names none of {', '.join(subsets.names())}); "
                       "pass --subset to say which it is")
-
-
-def subset_kind(subset: str) -> str:
-    """`span` or `choice`: the task kind of a subset."""
-    return "span" if subset in SPAN_SUBSETS else "choice"
-
-
-def subsets_of(kind: str) -> tuple[str, ...]:
-    """The subsets of a task kind, in table order."""
-    return SPAN_SUBSETS if kind == "span" else CHOICE_SUBSETS
 
 
 def _is_number(value: Any) -> bool:

@@ -33,7 +33,6 @@ GROUNDING = register(Metric(
     name="grounding",
     summary="the share of non-empty evidence that is not a verbatim passage substring (docs/grounding.md)",
     tasks=("span", "choice"),
-    default_subsets=("squad", "cmrc2018", "race", "c3"),
     keys=("EVI_NOT_IN_PASSAGE",),
     question=evidence_question,
     aggregate=evidence_aggregate,

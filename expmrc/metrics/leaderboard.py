@@ -221,7 +221,6 @@ LEADERBOARD = register(Metric(
     name="expmrc",
     summary="the leaderboard's answer F1 (accuracy for multiple choice), evidence F1, overall and answer EM",
     tasks=("span", "choice"),
-    default_subsets=("squad", "cmrc2018", "race", "c3"),
     keys=("ALL_F1", "ANS_F1", "EVI_F1", "ANS_EM"),
     question=score_question,
     aggregate=percent_mean(("overall", "answer", "evidence", "exact"), ("ALL_F1", "ANS_F1", "EVI_F1", "ANS_EM")),

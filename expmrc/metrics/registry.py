@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Sequence
 
+from expmrc.data import subsets
 from expmrc.errors import ExpmrcError
 
 Values = dict[str, Any]
@@ -30,7 +31,6 @@ class Metric:
     name: str
     summary: str  # one line, for --help and reports
     tasks: tuple[str, ...]  # the task kinds it applies to: "span", "choice"
-    default_subsets: tuple[str, ...]  # subsets it is computed for unless the user chooses otherwise
     keys: tuple[str, ...]  # the figures `aggregate` returns, in the order reports show them
     question: Callable[[Any, Any], Values]  # (question, prediction) -> values
     aggregate: Callable[[Sequence[Values | None]], Values]  # values in dataset order -> figures
@@ -88,12 +88,12 @@ def available(task: str) -> list[Metric]:
 
 
 def select(names: str | None, dataset: Any) -> list[Metric]:
-    """The extra metrics to compute on `dataset`: the ones named (comma-separated), else its defaults.
-
-    `expmrc` itself is always computed by the scorer and is not returned here.
+    """The extra metrics to compute on `dataset`: the ones named (comma-separated), else its subset's defaults
+    (`expmrc.data.subsets`). `expmrc` itself is always computed by the scorer and is not returned here.
     """
     if names is None:
-        return [m for name, m in METRICS.items() if name != "expmrc" and dataset.subset in m.default_subsets
+        defaults = subsets.subset(dataset.subset).metrics
+        return [m for name, m in METRICS.items() if name != "expmrc" and name in defaults
                 and dataset.kind in m.tasks and _has(dataset, m.needs)]
     chosen = []
     for name in (n.strip() for n in names.split(",") if n.strip()):

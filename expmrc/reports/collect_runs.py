@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from expmrc.data.datasets import SUBSETS, Dataset, load_dataset, resolve_dataset_path
+from expmrc.data import subsets
+from expmrc.data.datasets import Dataset, load_dataset, resolve_dataset_path
 from expmrc.data.io import read_json
 from expmrc.data.runs import RUN_INFO, check_schema
 from expmrc.data.submissions import PREDICTIONS_FILE as PREDICTIONS
@@ -121,7 +122,7 @@ class DatasetCache:
         for candidate in (predict_file, os.path.join(run_dir, predict_file)):
             if os.path.isfile(candidate):
                 return self.load(candidate)
-        if predict_file in SUBSETS:
+        if predict_file in subsets.names():
             return self.load(predict_file)
         raise ExpmrcError(f"{run_dir}: predict_file {predict_file} not found (pass --data DEV_SET)")
 

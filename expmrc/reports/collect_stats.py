@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from expmrc.data.datasets import SUBSETS
+from expmrc.data import subsets
 from expmrc.errors import ExpmrcError
 from expmrc.reports.collect_runs import FARM, FIGURES, SCORES, ScoredRun
 from expmrc.scoring import stats
@@ -97,14 +97,14 @@ def group_runs(runs: list[ScoredRun]) -> list[Group]:
                               "once, so collect one of them")
         group.runs.append(run)
     label_dev_files(list(groups.values()))
-    return sorted(groups.values(), key=lambda g: (SUBSETS.index(g.subset), g.model, g.task, g.loss_lambda,
+    return sorted(groups.values(), key=lambda g: (subsets.names().index(g.subset), g.model, g.task, g.loss_lambda,
                                                   g.dev_label))
 
 
 def label_dev_files(groups: list[Group]) -> None:
     """Name the dev file of each group of a subset whose runs used several: the file most runs used keeps
     no label, the others are labelled `name sha256[:8]` so their rows stand apart."""
-    for subset in SUBSETS:
+    for subset in subsets.names():
         mine = [g for g in groups if g.subset == subset]
         counts: dict[str, int] = {}
         for g in mine:

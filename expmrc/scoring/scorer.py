@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from expmrc import __version__
+from expmrc.data import subsets
 from expmrc.data.datasets import Dataset
 from expmrc.data.submissions import load_submission, parse_prediction
 from expmrc.errors import ExpmrcError
@@ -228,22 +229,6 @@ def coverage_warnings(report: Report) -> list[str]:
     return lines
 
 
-# How each subset's question ids look (dev and train), to name the subset a mismatched submission is for.
-ID_FORMS = {
-    "squad": re.compile(r"[0-9a-f]{24}"),
-    "cmrc2018": re.compile(r"(?:DEV|TRAIN|TRIAL|TEST)_\d+_QUERY_\d+"),
-    "race": re.compile(r"[0-9a-f]{8}-\d+"),
-    "c3": re.compile(r"[a-z]\d+-\d+-\d+"),
-}
-
-
-def id_subset(ids: list[str]) -> str | None:
-    """The subset most of `ids` look like (see ID_FORMS), or None."""
-    counts = collections.Counter(name for qid in ids[:1000] for name, form in ID_FORMS.items()
-                                 if isinstance(qid, str) and form.fullmatch(qid))
-    return counts.most_common(1)[0][0] if counts else None
-
-
 def no_match_problem(report: Report) -> str | None:
     """A line for a submission none of whose ids is a question of the dataset (the wrong file or subset), else
     None: the leaderboard would score it 0 behind one `Unanswered` line per question."""
@@ -251,7 +236,7 @@ def no_match_problem(report: Report) -> str | None:
         return None
     if not report.unknown_ids:
         return f"{report.prediction_path}: holds no predictions for the {report.total} questions of {report.dataset_path}"
-    other = id_subset(report.unknown_ids)
+    other = subsets.from_ids(report.unknown_ids)
     like = f"its ids look like {other} ids (first: {report.unknown_ids[0]})" if other else \
         f"first id: {report.unknown_ids[0]}"
     return (f"{report.prediction_path}: none of its {len(report.unknown_ids)} prediction ids is a question of "
