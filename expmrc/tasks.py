@@ -25,6 +25,7 @@ from expmrc.features.windows import FeatureReport, FeatureTable
 from expmrc.models.choice import ChoiceModel
 from expmrc.models.heads import TaskModel
 from expmrc.models.span import SpanModel
+from expmrc.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -117,15 +118,13 @@ class TaskSpec:
         return TaskSettings.from_record(values, where, self.defaults)
 
 
-TASKS: dict[str, TaskSpec] = {
+TASKS: Registry[TaskSpec] = Registry.of("task", {
     "span": TaskSpec("span", TaskSettings(), span_features, SpanModel),
     # the original run_mc_mrc.py cut each passage to one window; sliding windows stay behind a flag
     "choice": TaskSpec("choice", TaskSettings(sliding_windows=False), choice_features, ChoiceModel),
-}
+})
 
 
 def task_spec(kind: Any, where: str) -> TaskSpec:
     """The registered spec of a task kind; one line naming `where` for an unknown one."""
-    if kind not in TASKS:
-        raise ExpmrcError(f"{where}: the recorded task is {kind!r}, not one of {', '.join(TASKS)}")
-    return TASKS[kind]
+    return TASKS.lookup(kind, f"{where}: ")

@@ -16,9 +16,10 @@ from collections.abc import Callable
 
 from expmrc import __version__
 from expmrc.errors import ExpmrcError, OneLineParser, Terminated, one_line, print_error
+from expmrc.registry import Registry
 
 # name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
-COMMANDS: dict[str, tuple[str, str]] = {
+COMMANDS: Registry[tuple[str, str]] = Registry.of("command", {
     "evaluate": ("expmrc.cli.evaluate", "score one or more submissions, with breakdowns and a signature"),
     "compare": ("expmrc.cli.compare", "paired significance tests of submissions against a baseline (bootstrap, randomization)"),
     "human": ("expmrc.cli.human", "estimate human performance by cross-validation over the references"),
@@ -31,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("expmrc.cli.report", "write a self-contained HTML page showing a submission, or comparing two"),
     "ground": ("expmrc.cli.ground", "find every evidence and span answer of a submission in its passage"),
     "llm": ("expmrc.cli.llm", "run a chat model (any OpenAI-compatible endpoint, or local) on a subset and score it"),
-}
+})
 
 
 def build_parser() -> argparse.ArgumentParser:

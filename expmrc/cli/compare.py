@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n* p < {ALPHA:g}: the difference is larger than the sampling of questions explains. "
           f"Intervals are of Δ = system − baseline ({settings.confidence:.0%}, paired bootstrap).")
     trials = f"+trials-{args.trials}" if args.test == "randomization" else ""
-    print(f"signature: {signature(settings.describe(), f'test:{args.test}{trials}')}")
+    print(f"signature: {signature([baseline, *systems], settings.describe(), f'test:{args.test}{trials}')}")
     return 0
 
 

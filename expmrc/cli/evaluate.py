@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         reports.append(report)
     settings = _resampling(args)
     ci = [intervals(r, settings) for r in reports] if settings else [{} for _ in reports]
-    sig = signature(settings.describe()) if settings else signature()
+    sig = signature(reports, settings.describe()) if settings else signature(reports)
     if args.details:
         lines = []
         for report in reports:

@@ -7,6 +7,7 @@ import sys
 import time
 
 from expmrc.cli.args import integer_in, number_in
+from expmrc.llm.backends import BACKENDS
 from expmrc.llm.prompts import TEMPLATES
 
 DESCRIPTION = """\
@@ -54,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model name at the endpoint, or a local folder (--backend transformers)")
     parser.add_argument("--output", metavar="RUN_DIR", help="the run folder to write (required unless --export-batch)")
     parser.add_argument("--overwrite", action="store_true", help="replace a RUN_DIR that exists")
-    parser.add_argument("--backend", choices=("openai", "transformers"), default="openai",
+    parser.add_argument("--backend", choices=BACKENDS.names(), default="openai",
                         help="openai: an OpenAI-compatible endpoint (default); transformers: a local causal LM")
     parser.add_argument("--base-url", default="https://api.openai.com/v1",
                         help="the endpoint's URL, up to /v1 (default %(default)s)")

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import random
 import time
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from expmrc.errors import ExpmrcError, warn
+from expmrc.registry import Registry
 
 
 @dataclass
@@ -189,3 +192,30 @@ class TransformersBackend:
                                  prompt_tokens=int(mask.sum()), completion_tokens=len(ids), latency=latency,
                                  finish_reason="stop" if stopped else "length"))
         return replies
+
+
+@dataclass(frozen=True)
+class BackendKind:
+    """A registered backend: how it is made from the run's settings, and whether it is a remote endpoint (then
+    structured output may be asked for, and its URL and key variable are recorded)."""
+
+    make: Callable[[Any], Any]
+    remote: bool
+
+
+def _openai_backend(settings: Any) -> OpenAIBackend:
+    """An endpoint at --base-url; the API key comes from the environment only."""
+    if not settings.base_url.startswith(("http://", "https://")):
+        raise ExpmrcError(f"--base-url {settings.base_url!r}: expected an http:// or https:// URL")
+    return OpenAIBackend(settings.base_url, os.environ.get(settings.api_key_env, ""), settings.retries,
+                         settings.timeout, settings.backoff, settings.api_key_env)
+
+
+def _transformers_backend(settings: Any) -> TransformersBackend:
+    return TransformersBackend(settings.model, settings.batch_size, settings.device, settings.seed)
+
+
+BACKENDS: Registry[BackendKind] = Registry.of("backend", {
+    "openai": BackendKind(_openai_backend, remote=True),
+    "transformers": BackendKind(_transformers_backend, remote=False),
+})

@@ -5,7 +5,6 @@ run_info.json, scores.json), written in one rename so a kill never leaves half o
 from __future__ import annotations
 
 import json
-import os
 import platform
 import sys
 import threading
@@ -21,7 +20,7 @@ from expmrc import __version__
 from expmrc.data.datasets import ChoiceQuestion, Dataset, Question
 from expmrc.data.io import atomic_directory
 from expmrc.errors import ExpmrcError
-from expmrc.llm.backends import Reply
+from expmrc.llm.backends import BACKENDS, Reply
 from expmrc.llm.cache import ResponseCache, default_cache_path, request_key
 from expmrc.llm.parsing import STATUSES, Parsed, parse_reply
 from expmrc.llm.prompts import PromptTemplate, answer_schema, build_messages
@@ -215,7 +214,7 @@ def prepare(args: Any) -> Prepared:
     shots, dev_shots = draw_shots(args.shots_file, args.shots, args.seed, dataset, args.allow_dev_shots) \
         if args.shots else ([], False)
     sampling = Sampling(args.temperature, args.top_p, args.max_tokens, args.seed)
-    structured = args.structured == "auto" and args.backend == "openai"
+    structured = args.structured == "auto" and BACKENDS.lookup(args.backend, "--backend: ").remote
     requests = build_requests(dataset.questions, template, dataset.language, shots, args.model, sampling, structured)
     return Prepared(dataset, template, shots, dev_shots, sampling, structured, requests)
 
@@ -234,15 +233,8 @@ def _check_output(args: Any) -> None:
 
 
 def make_backend(args: Any) -> Any:
-    """The backend the flags name; the API key comes from the environment only."""
-    from expmrc.llm.backends import OpenAIBackend, TransformersBackend
-
-    if args.backend == "transformers":
-        return TransformersBackend(args.model, args.batch_size, args.device, args.seed)
-    if not args.base_url.startswith(("http://", "https://")):
-        raise ExpmrcError(f"--base-url {args.base_url!r}: expected an http:// or https:// URL")
-    return OpenAIBackend(args.base_url, os.environ.get(args.api_key_env, ""), args.retries, args.timeout, args.backoff,
-                         args.api_key_env)
+    """The backend the flags name (a registered one); the API key comes from the environment only."""
+    return BACKENDS.lookup(args.backend, "--backend: ").make(args)
 
 
 def replies(args: Any, prepared: Prepared) -> tuple[Fetched, Any]:
@@ -300,13 +292,14 @@ def run_info(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, pars
     """The run's record: everything that shaped its replies, and what they cost; no secret."""
     from expmrc.llm.backends import public_url
 
+    remote = BACKENDS.lookup(args.backend).remote
     paid = set(fetched.replies) - fetched.cached
     tokens, paid_tokens = token_totals(fetched.replies), token_totals(fetched.replies, paid)
     template = prepared.template
     return {
         "model": args.model, "backend": args.backend,
-        "base_url": public_url(args.base_url) if args.backend == "openai" and not args.import_batch else None,
-        "api_key_env": args.api_key_env if args.backend == "openai" else None,
+        "base_url": public_url(args.base_url) if remote and not args.import_batch else None,
+        "api_key_env": args.api_key_env if remote else None,
         "dataset": prepared.dataset.path, "subset": prepared.dataset.subset, "questions": len(prepared.requests),
         "limit": args.limit, "template": {"name": template.name, "version": template.version, "sha256": template.sha256},
         "shots": {"k": len(prepared.shots), "file": args.shots_file, "seed": args.seed,

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from expmrc.data import subsets
 from expmrc.errors import ExpmrcError
+from expmrc.registry import Registry
 
 Values = dict[str, Any]
 
@@ -39,17 +40,15 @@ class Metric:
     # same input -> each figure as per-question (numerators, denominators), figure = 100 × Σ num / Σ den, so
     # expmrc.scoring.stats can resample it; a metric without it gets no intervals or tests
     parts: Callable[[Sequence[Values | None]], dict[str, tuple[list[float], list[float]]]] | None = None
+    signature: Callable[[], str] | None = None  # what its figures depend on beyond its name, for the signature
 
 
-METRICS: dict[str, Metric] = {}
+METRICS: Registry[Metric] = Registry("metric")
 
 
 def register(metric: Metric) -> Metric:
     """Add a metric to the registry (names are unique)."""
-    if metric.name in METRICS:
-        raise ValueError(f"metric {metric.name!r} is registered twice")
-    METRICS[metric.name] = metric
-    return metric
+    return METRICS.add(metric.name, metric)
 
 
 def percent_mean(keys: Sequence[str], out: Sequence[str] | None = None) -> Callable[[Sequence[Values | None]], Values]:
@@ -97,9 +96,8 @@ def select(names: str | None, dataset: Any) -> list[Metric]:
                 and dataset.kind in m.tasks and _has(dataset, m.needs)]
     chosen = []
     for name in (n.strip() for n in names.split(",") if n.strip()):
-        if name not in METRICS or name == "expmrc":
-            known = ", ".join(n for n in METRICS if n != "expmrc")
-            raise ExpmrcError(f"unknown metric {name!r}; choose from {known}")
+        if name not in METRICS or name == "expmrc":  # the leaderboard's metric is always computed, never chosen
+            raise METRICS.unknown(name, choices=[n for n in METRICS if n != "expmrc"])
         metric = METRICS[name]
         if dataset.kind not in metric.tasks:
             raise ExpmrcError(f"{dataset.path}: metric {name} applies to {' and '.join(metric.tasks)} data, "

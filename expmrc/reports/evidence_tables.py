@@ -67,7 +67,7 @@ def heldout(datasets: dict[str, Dataset], progress: bool = True) -> str:
         cells = []
         for dataset in datasets.values():
             bar.set_postfix_str(f"{dataset.subset} {method}")
-            if method == "answer-sentence" and dataset.kind != "span":
+            if dataset.kind not in METHODS[method].tasks:
                 cells.append("— | —")
             else:
                 first, second = split_halves(dataset)

@@ -375,7 +375,8 @@ def render_report(dataset: Dataset, submissions: list[Submission], answer_thresh
     return render(
         "report.html.j2",
         title=title or f"ExpMRC report: {dataset.subset}, " + " vs ".join(sub.name for sub in submissions),
-        version=__version__, dataset=dataset, language=dataset.language, signature=signature(),
+        version=__version__, dataset=dataset, language=dataset.language,
+        signature=signature([sub.report for sub in submissions]),
         submissions=[{"letter": letter, "name": sub.name, "path": sub.report.prediction_path}
                      for letter, sub in zip(LETTERS, submissions)],
         columns=columns, summary=summary,

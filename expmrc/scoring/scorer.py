@@ -14,19 +14,18 @@ never finds it); every average divides by the number of questions in the dataset
 from __future__ import annotations
 
 import collections
-import hashlib
 import re
 import sys
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
+from collections.abc import Sequence
 
 from expmrc import __version__
 from expmrc.data import subsets
 from expmrc.data.datasets import Dataset
 from expmrc.data.submissions import load_submission, parse_prediction
 from expmrc.errors import ExpmrcError
-from expmrc.metrics.leaderboard import LEADERBOARD, PUNKT_RESOURCE
+from expmrc.metrics.leaderboard import LEADERBOARD
 from expmrc.metrics.registry import BadPrediction, Metric
 
 @dataclass
@@ -289,32 +288,23 @@ def question_type(question: str, language: str) -> str:
     return "who" if word in ("whom", "whose") else word
 
 
-def signature(*extra: str) -> str:
-    """A sacrebleu-style string naming exactly what computed a number, to quote beside it; `extra` parts
-    (e.g. the resampling behind intervals) are appended."""
+def described(metric: Metric) -> str:
+    """A metric's part of the signature: what its figures depend on (its `signature`), else its name."""
+    return metric.signature() if metric.signature is not None else metric.name
+
+
+def signature(reports: Sequence[Report] = (), *extra: str) -> str:
+    """A sacrebleu-style string naming exactly what computed a number, to quote beside it, built from the metrics
+    in use: the leaderboard metric's own parts, the extra metrics the `reports` computed, answers-only scoring
+    when a report's dataset has no gold evidence; `extra` parts (e.g. the resampling behind intervals) last."""
     import nltk
 
+    extras = list(dict.fromkeys(described(m) for r in reports for m in r.metrics))
     return "|".join([
         f"expmrc:{__version__}",
         f"nltk:{nltk.__version__}",
-        "tok:zh-char+nltk-word_tokenize",
-        f"punkt:{punkt_hash()}",
-        "norm:articles+punct+lower",
-        "f1:max-over-refs",
+        described(LEADERBOARD),
+        *(["metrics:" + "+".join(extras)] if extras else []),
+        *(["mode:answers-only"] if any(not r.has_evidence for r in reports) else []),
         *extra,
     ])
-
-
-def punkt_hash() -> str:
-    """The first 12 hex digits of a sha256 over NLTK's English Punkt data files (names and bytes)."""
-    import nltk
-
-    try:
-        folder = nltk.data.find(PUNKT_RESOURCE)
-    except LookupError:
-        return "missing"
-    digest = hashlib.sha256()
-    for path in sorted(Path(str(folder.path)).iterdir()):
-        if path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]

@@ -18,7 +18,7 @@ def test_the_leaderboard_metric_is_registered_first_and_never_selected_as_an_ext
 
 def test_unknown_names_are_one_line_listing_the_known_ones(write_json):
     dataset = load_dataset(write_json("d.json", CHOICE_DATA))
-    with pytest.raises(ExpmrcError, match=r"unknown metric 'bleu'; choose from"):
+    with pytest.raises(ExpmrcError, match=r"^unknown metric 'bleu'; choose one of loca, lexical-loca, squad, cmrc2018, grounding$"):
         select("bleu", dataset)
 
 
