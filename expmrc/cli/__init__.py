@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(parser)
         args = parser.parse_args(argv[1:])
+        args.command_line = ["expmrc", *argv]  # what a run record keeps as the command that started it
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else 2
     return run_guarded(module.run, args)

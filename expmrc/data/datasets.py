@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from expmrc.data import subsets
-from expmrc.data.io import read_json
+from expmrc.data.io import json_kind, read_json
 from expmrc.errors import ExpmrcError, warn
 
 LABELS = string.ascii_uppercase  # option labels: A, B, ... as the datasets spell them; at most 26 options
@@ -106,7 +106,7 @@ def load_dataset(path: str, subset: str | None = None, kind: str | None = None,
         raise ExpmrcError(f"{path}: dataset must be a JSON object with a `data` list")
     version = doc.get("version")
     if version is not None and not isinstance(version, str):
-        raise ExpmrcError(f"{path}: `version` must be a string, got {_json_kind(version)}")
+        raise ExpmrcError(f"{path}: `version` must be a string, got {json_kind(version)}")
     version = version or ""
     subset = _subset_of(path, version, subset, kind, fallback)
     found = subsets.subset(subset).kind
@@ -153,27 +153,14 @@ def _is_text(value: Any) -> bool:
     return isinstance(value, str) or _is_number(value)
 
 
-def _json_kind(value: Any) -> str:
-    """How a JSON value is called in messages: null, a boolean, a number, a string, an array, an object."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
-
-
 def _texts(path: str, where: str, key: str, values: Any) -> list[Any]:
     """A non-empty list of strings or numbers (evidences, gold texts), refused otherwise in one line."""
     if not isinstance(values, list) or not values:
-        raise ExpmrcError(f"{path}: {where}: `{key}` must be a non-empty list of strings, got {_json_kind(values)}"
+        raise ExpmrcError(f"{path}: {where}: `{key}` must be a non-empty list of strings, got {json_kind(values)}"
                           + (" that is empty" if isinstance(values, list) else ""))
     for i, value in enumerate(values):
         if not _is_text(value):
-            raise ExpmrcError(f"{path}: {where}: `{key}`[{i}] must be a string, got {_json_kind(value)}")
+            raise ExpmrcError(f"{path}: {where}: `{key}`[{i}] must be a string, got {json_kind(value)}")
     return values
 
 
@@ -194,27 +181,27 @@ def span_questions(path: str, articles: list) -> Any:
             context = para.get("context")
             if not isinstance(context, str):
                 raise ExpmrcError(f"{path}: data[{a}].paragraphs[{p}]: `context` must be a string, "
-                                  f"got {_json_kind(context)}")
+                                  f"got {json_kind(context)}")
             for q, qa in enumerate(para["qas"]):
                 where = f"data[{a}].paragraphs[{p}].qas[{q}]"
                 if not isinstance(qa, dict) or "id" not in qa:
                     raise ExpmrcError(f"{path}: {where} must be an object with an `id`")
                 raw_id = qa["id"]
                 if not isinstance(raw_id, str) and not _is_number(raw_id):
-                    raise ExpmrcError(f"{path}: {where}: `id` must be a string, got {_json_kind(raw_id)}")
+                    raise ExpmrcError(f"{path}: {where}: `id` must be a string, got {json_kind(raw_id)}")
                 qid = raw_id if isinstance(raw_id, str) else json.dumps(raw_id)
                 if not isinstance(raw_id, str):
                     numeric_ids.append(qid)
                 name = f"question {qid}"
                 if not isinstance(qa.get("question"), str):
-                    raise ExpmrcError(f"{path}: {name}: `question` must be a string, got {_json_kind(qa.get('question'))}")
+                    raise ExpmrcError(f"{path}: {name}: `question` must be a string, got {json_kind(qa.get('question'))}")
                 answers = qa.get("answers")
                 if not isinstance(answers, list) or not answers:
                     raise ExpmrcError(f"{path}: {name}: `answers` must be a non-empty list of objects with `text`")
                 starts = []
                 for i, answer in enumerate(answers):
                     if not isinstance(answer, dict) or not _is_text(answer.get("text")):
-                        got = _json_kind(answer.get("text")) if isinstance(answer, dict) else _json_kind(answer)
+                        got = json_kind(answer.get("text")) if isinstance(answer, dict) else json_kind(answer)
                         raise ExpmrcError(f"{path}: {name}: answers[{i}] must be an object whose `text` is a "
                                           f"string, got {got}")
                     start = answer.get("answer_start")
@@ -222,7 +209,7 @@ def span_questions(path: str, articles: list) -> Any:
                                               or not -1 <= start <= len(context)):
                         raise ExpmrcError(f"{path}: {name}: answers[{i}].answer_start must be a character offset "
                                           f"from 0 to {len(context)} (or -1 for unknown), got "
-                                          f"{start if _is_number(start) else _json_kind(start)}")
+                                          f"{start if _is_number(start) else json_kind(start)}")
                     starts.append(start)
                 evidences = qa.get("evidences")
                 if evidences is not None:
@@ -250,7 +237,7 @@ def choice_questions(path: str, samples: list) -> Any:
         pid = sample.get("id")
         if not isinstance(pid, str):
             raise ExpmrcError(f"{path}: data[{s}]: passage `id` must be a string (question ids are `<id>-<n>`), "
-                              f"got {_json_kind(pid)}")
+                              f"got {json_kind(pid)}")
         name = f"passage {pid}"
         for key in ("article", "questions", "options", "answers"):
             if key not in sample:
@@ -260,11 +247,11 @@ def choice_questions(path: str, samples: list) -> Any:
             article = "\n".join(article)  # C3 keeps dialogue turns as a list of strings
         if not isinstance(article, str):
             raise ExpmrcError(f"{path}: {name}: `article` must be a string (or a list of strings), "
-                              f"got {_json_kind(article)}")
+                              f"got {json_kind(article)}")
         questions, options, answers = sample["questions"], sample["options"], sample["answers"]
         for key, value in (("questions", questions), ("options", options), ("answers", answers)):
             if not isinstance(value, list):
-                raise ExpmrcError(f"{path}: {name}: `{key}` must be a list, got {_json_kind(value)}")
+                raise ExpmrcError(f"{path}: {name}: `{key}` must be a list, got {json_kind(value)}")
         if not len(questions) == len(options) == len(answers):
             raise ExpmrcError(
                 f"{path}: {name}: {len(questions)} questions, {len(options)} option lists and "
@@ -277,20 +264,20 @@ def choice_questions(path: str, samples: list) -> Any:
             qid = f"{pid}-{j}"
             where = f"question {qid}"
             if not isinstance(questions[j], str):
-                raise ExpmrcError(f"{path}: {where}: the question must be a string, got {_json_kind(questions[j])}")
+                raise ExpmrcError(f"{path}: {where}: the question must be a string, got {json_kind(questions[j])}")
             choices = options[j]
             if not isinstance(choices, list):
-                raise ExpmrcError(f"{path}: {where}: options must be a list of strings, got {_json_kind(choices)}")
+                raise ExpmrcError(f"{path}: {where}: options must be a list of strings, got {json_kind(choices)}")
             if len(choices) > len(LABELS):
                 raise ExpmrcError(f"{path}: {where}: {len(choices)} options; at most {len(LABELS)} can be "
                                   f"labelled (A to {LABELS[-1]})")
             for k, option in enumerate(choices):
                 if not _is_text(option):
-                    raise ExpmrcError(f"{path}: {where}: option {LABELS[k]} must be a string, got {_json_kind(option)}")
+                    raise ExpmrcError(f"{path}: {where}: option {LABELS[k]} must be a string, got {json_kind(option)}")
             label = answers[j]
             if not isinstance(label, str):  # one naming no option is kept: training skips and counts it
                 raise ExpmrcError(f"{path}: {where}: the answer must be an option label such as \"A\", "
-                                  f"got {_json_kind(label)}")
+                                  f"got {json_kind(label)}")
             yield ChoiceQuestion(
                 qid=qid,
                 passage_id=pid,

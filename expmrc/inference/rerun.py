@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from expmrc.data.datasets import Question, SpanQuestion
-from expmrc.data.runs import MODEL_DIR, check_schema, read_run_info
+from expmrc.data.runs import MODEL_DIR, RUN_INFO, RunRecord, check_schema
 from expmrc.decoding.spans import span_probability
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import FeatureTable, WindowDataset, uses_token_types
@@ -42,7 +42,7 @@ def find_model(path: str) -> tuple[Path, Path | None]:
     if (root / MODEL_DIR / "config.json").is_file():
         return root / MODEL_DIR, root
     if (root / "config.json").is_file():
-        return root, root.parent if read_run_info(str(root.parent)) is not None else None
+        return root, root.parent if (root.parent / RUN_INFO).is_file() else None
     if not root.exists():
         raise ExpmrcError(f"{path}: no such run directory or model folder")
     raise ExpmrcError(f"{path}: holds no fine-tuned model (neither {MODEL_DIR}/config.json nor config.json); "
@@ -76,10 +76,9 @@ def recorded_settings(spec: TaskSpec, record: dict[str, Any], folder: Path, run_
     """The settings the model was trained and decoded with: its folder's record, else its run's run_info.json."""
     if "settings" in record:
         return spec.settings_from_record(record["settings"], f"{folder / 'config.json'}")
-    info = read_run_info(str(run_dir)) if run_dir is not None else None
-    if run_dir is not None and info is not None and "settings" in info:
-        check_schema(info, f"{run_dir / 'run_info.json'}")
-        return spec.settings_from_record(info["settings"], f"{run_dir / 'run_info.json'}")
+    info = RunRecord.read(run_dir) if run_dir is not None else None
+    if run_dir is not None and info is not None and "settings" in info.settings:
+        return spec.settings_from_record(info.get("settings"), f"{run_dir / RUN_INFO}")
     raise ExpmrcError(f"{folder / 'config.json'}: records no window and decoding settings (a model fine-tuned by an "
                       "older version); train it again to predict with it")
 

@@ -1,12 +1,11 @@
 """One `expmrc llm` run: prompts for every question, replies (cache, backend or a Batch file), parsing,
 grounding, scoring, and the run folder (predictions.json, grounded.json, responses.jsonl,
-run_info.json, scores.json), written in one rename so a kill never leaves half of it."""
+run_info.json, scores.json: the names of expmrc/data/runs.py), written in one rename so a kill never
+leaves half of it. run_info.json is the run record training runs write too (`RunRecord`, kind `llm`)."""
 
 from __future__ import annotations
 
 import json
-import platform
-import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -16,11 +15,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from expmrc import __version__
 from expmrc.data.datasets import ChoiceQuestion, Dataset, Question
 from expmrc.data.io import atomic_directory
+from expmrc.data.runs import (LLM_GROUNDED, LLM_PREDICTIONS, LLM_RESPONSES, LLM_SCORES, RUN_INFO, Environment,
+                              RunRecord)
 from expmrc.errors import ExpmrcError
-from expmrc.llm.backends import BACKENDS, Reply
+from expmrc.llm.backends import BACKENDS, Reply, public_url
 from expmrc.llm.cache import ResponseCache, default_cache_path, request_key
 from expmrc.llm.parsing import STATUSES, Parsed, parse_reply
 from expmrc.llm.prompts import PromptTemplate, answer_schema, build_messages
@@ -143,16 +143,6 @@ def cost(tokens: dict[str, int], price: tuple[float, float] | None) -> float | N
     return round((tokens["prompt"] * price[0] + tokens["completion"] * price[1]) / 1e6, 6)
 
 
-def versions() -> dict[str, str]:
-    """Versions that shape a run's replies and scores."""
-    found = {"expmrc": __version__, "python": platform.python_version()}
-    for name in ("openai", "transformers", "torch"):
-        module = sys.modules.get(name)
-        if module is not None:
-            found[name] = getattr(module, "__version__", "")
-    return found
-
-
 def response_records(questions: list[Question], requests: dict[str, dict[str, Any]], fetched: Fetched,
                      parsed: dict[str, Parsed], grounding: dict[str, Any]) -> list[dict[str, Any]]:
     """One record per question for responses.jsonl: messages, raw reply, parsed fields, grounding, tokens."""
@@ -174,7 +164,7 @@ def write_run(path: str, overwrite: bool, files: dict[str, Any], records: list[d
             text = json.dumps(obj, ensure_ascii=False, indent=1, allow_nan=False)
             Path(staging, name).write_text(text + "\n", encoding="utf-8")
         lines = [json.dumps(r, ensure_ascii=False, allow_nan=False) for r in records]
-        Path(staging, "responses.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        Path(staging, LLM_RESPONSES).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
 def limited(dataset: Dataset, limit: int | None) -> Dataset:
@@ -279,19 +269,19 @@ def finish(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, starte
     grounded, details, grounding = ground(dataset, submission)
     raw_scores, grounded_scores = scores(dataset, submission, "predictions.json"), scores(dataset, grounded, "grounded.json")
     info = run_info(args, prepared, fetched, backend, parse_counts(parsed), started)
+    record = RunRecord("llm", info, "finished", Environment.here(getattr(backend, "device", None)),
+                       public_command(getattr(args, "command_line", None)))
     summary = {"raw": raw_scores, "grounded": grounded_scores, "grounding": grounding, "parse": info["parse"],
                "dev_shots": prepared.dev_shots, "questions": len(dataset.questions), "limit": args.limit}
     records = response_records(dataset.questions, prepared.requests, fetched, parsed, details)
-    write_run(args.output, args.overwrite, {"predictions.json": submission, "grounded.json": grounded,
-                                            "run_info.json": info, "scores.json": summary}, records)
+    write_run(args.output, args.overwrite, {LLM_PREDICTIONS: submission, LLM_GROUNDED: grounded,
+                                            RUN_INFO: record.as_json(), LLM_SCORES: summary}, records)
     return summary_lines(args.output, summary, info)
 
 
 def run_info(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, parsed: dict[str, int],
              started: float) -> dict[str, Any]:
     """The run's record: everything that shaped its replies, and what they cost; no secret."""
-    from expmrc.llm.backends import public_url
-
     remote = BACKENDS.lookup(args.backend).remote
     paid = set(fetched.replies) - fetched.cached
     tokens, paid_tokens = token_totals(fetched.replies), token_totals(fetched.replies, paid)
@@ -310,8 +300,21 @@ def run_info(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, pars
         "parse": parsed, "tokens": tokens, "tokens_paid_this_run": paid_tokens,
         "price_per_million": list(args.price) if args.price else None,
         "cost_usd": cost(tokens, args.price), "cost_usd_this_run": cost(paid_tokens, args.price),
-        "concurrency": args.concurrency, "seconds": round(time.time() - started, 3), "versions": versions(),
+        "concurrency": args.concurrency, "seconds": round(time.time() - started, 3),
     }
+
+
+def public_command(words: list[str] | None) -> list[str] | None:
+    """The command line as the record keeps it: a URL given to --base-url without its user info and query."""
+    if words is None:
+        return None
+    kept = list(words)
+    for i, word in enumerate(kept):
+        if word.startswith("--base-url="):
+            kept[i] = "--base-url=" + public_url(word.split("=", 1)[1])
+        elif i and kept[i - 1] == "--base-url":
+            kept[i] = public_url(word)
+    return kept
 
 
 def summary_lines(path: str, summary: dict[str, Any], info: dict[str, Any]) -> list[str]:

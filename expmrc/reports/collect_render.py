@@ -177,16 +177,19 @@ def run_scores(run: ScoredRun, metrics: tuple[str, ...]) -> list[str]:
 
 
 def runs_csv(runs: list[ScoredRun]) -> str:
-    """One row per run directory, scored or not, with the reason when it was left out."""
+    """One row per run directory, scored or not, with the reason when it was left out and where it ran (expmrc's
+    version, the git commit and the device its record names)."""
     metrics = FIGURES + ((FARM,) if any(FARM in (r.scores or {}) for r in runs) else ())
     rows: list[list] = [["run_dir", "status", "subset", "task", "model", "loss_lambda", "rand_seed", *metrics,
-                         "unanswered", "total", "dev_file", "dev_sha256", "note"]]
+                         "unanswered", "total", "dev_file", "dev_sha256", "note", "expmrc", "git_commit", "device"]]
     for r in runs:
         scores = run_scores(r, metrics)
+        env = r.environment
         rows.append([r.run_dir, r.status, r.subset, r.task, r.model,
                      "" if r.loss_lambda is None else _lam(r.loss_lambda),
                      "" if r.rand_seed is None else r.rand_seed, *scores, r.unanswered, r.total, r.dev_file,
-                     r.dev_sha256, r.note])
+                     r.dev_sha256, r.note, (env.packages.get("expmrc") if env else None) or "",
+                     (env.git_commit if env else None) or "", (env.device if env else None) or ""])
     return _csv(rows)
 
 

@@ -17,16 +17,18 @@ import json
 import logging
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
 from expmrc.data.datasets import Dataset, load_dataset
+from expmrc.data.io import json_kind
 from expmrc.data.io import atomic_directory, check_output_path
 from expmrc.data.runs import (ANSWERER_DIR, ANSWERER_RUN_DIR, CHECKPOINT_DIR, MODEL_DIR, PREDICT_ONLY_DIR,
-                              RUN_INFO, SCHEMA, check_schema, environment, read_run_info, recorded_run)
-from expmrc.data.submissions import PREDICTIONS_FILE, write_predictions
+                              PREDICTIONS_FILE, RUN_INFO, SCHEMA, Environment, NewerRecord, RunRecord, check_schema,
+                              recorded_run)
+from expmrc.data.submissions import write_predictions
 from expmrc.errors import ExpmrcError
 from expmrc.features.cache import cache_key, cached_features, shared_cache_path
 from expmrc.features.windows import FeatureReport, FeatureTable, WindowDataset, uses_token_types
@@ -144,12 +146,20 @@ class BaselineRun:
     output: Path
     config: TrainConfig
     accelerator: Any
-    info: dict[str, Any]
+    record: RunRecord  # what run_info.json will hold
     tokenizer: Any = None
     token_types: bool = True
     pad_multiple: int = 1
     signature: str = ""
-    previous: dict[str, Any] | None = None  # the run_info.json OUTPUT_DIR held before this run started
+    previous: RunRecord | None = None  # the record OUTPUT_DIR held before this run started (checked)
+    model_record: dict[str, Any] = field(default_factory=dict)  # what the model's config.json records (checked)
+    allow_unknown_tokens: bool = False  # the flag's, or for a predict-only run what the model was trained with
+    predict_batch_size: int = 32  # the same
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The run's own settings and results in its record, which the phases fill in."""
+        return self.record.settings
 
     @property
     def main(self) -> bool:
@@ -176,14 +186,12 @@ def features(run: BaselineRun, dataset: Dataset, is_training: bool, cache_path: 
         except ExpmrcError as exc:
             raise ExpmrcError(f"{dataset.path}: {exc}") from None
 
-    settings = {"task": run.task.kind, "is_training": is_training, "token_types": run.token_types,
-                **run.settings.feature_dict()}
-    key = cache_key(run.tokenizer, settings, dataset.path)
+    key = features_key(run, dataset, is_training)
     path = cache_path or shared_cache_path(run.args.cache_dir, key, "train" if is_training else "predict")
     table, report = cached_features(path, key, build, run.accelerator)
     logger.info(f"{dataset.path}: {report.summary()}")
     share = 100 * report.unknown_share
-    if report.unknown_share >= UNKNOWN_REFUSED and not run.args.allow_unknown_tokens:
+    if report.unknown_share >= UNKNOWN_REFUSED and not run.allow_unknown_tokens:
         raise ExpmrcError(f"{dataset.path}: {share:.1f}% of its tokens are the tokenizer's unknown token: the "
                           "vocabulary or casing does not fit this language (pass --allow_unknown_tokens True to run "
                           "anyway)")
@@ -199,6 +207,13 @@ def save_model(model: Any, tokenizer: Any, folder: Path, record: dict[str, Any])
     with atomic_directory(str(folder), overwrite=True) as staging:
         model.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))
+
+
+def features_key(run: BaselineRun, dataset: Dataset, is_training: bool) -> str:
+    """The feature cache key of a dataset's windows under this run's tokenizer and settings."""
+    settings = {"task": run.task.kind, "is_training": is_training, "token_types": run.token_types,
+                **run.settings.feature_dict()}
+    return cache_key(run.tokenizer, settings, dataset.path)
 
 
 def predict_only_settings(task: BaselineTask, args: argparse.Namespace, record: dict[str, Any], where: str,
@@ -217,14 +232,11 @@ def predict_only_settings(task: BaselineTask, args: argparse.Namespace, record: 
     return TaskSettings(**chosen)
 
 
-def predict_destination(output: Path, args: argparse.Namespace) -> Path:
+def predict_destination(run: BaselineRun) -> Path:
     """Where predictions and the run record go: OUTPUT_DIR, or OUTPUT_DIR/predict-only for a predict-only run
     into a training run's folder, whose record and predictions are kept (it says so)."""
-    if args.do_train:
-        return output
-    previous = read_run_info(str(output))
-    flags = previous.get("flags") if previous else None
-    if not (isinstance(flags, dict) and flags.get("do_train")):
+    output = run.output
+    if run.args.do_train or run.previous is None or not run.previous.get("flags", {}).get("do_train"):
         return output
     logger.info(f"{output} holds a training run: its {RUN_INFO} and predictions are kept; this predict-only run "
                 f"writes to {output / PREDICT_ONLY_DIR}")
@@ -236,11 +248,9 @@ def refuse_other_settings(run: BaselineRun, trained: Path) -> None:
     --overwrite_output_dir."""
     if run.args.overwrite_output_dir or not (trained / "config.json").is_file() or already_trained(trained, run.signature):
         return
-    previous = run.previous or {}
-    if previous.get("status") != "finished":
+    if run.previous is None or run.previous.status != "finished":
         return
-    recorded = previous.get("flags")
-    before: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+    before: dict[str, Any] = run.previous.get("flags", {})
     now = flag_values(run.args)
     changed = [f"--{k} {before.get(k)!r} -> {now[k]!r}" for k in sorted(now)
                if k not in NOT_TRAINING and k in before and before[k] != now[k]]
@@ -249,14 +259,74 @@ def refuse_other_settings(run: BaselineRun, trained: Path) -> None:
                       "--overwrite_output_dir True to train again and replace its model, or use a new --output_dir")
 
 
+def previous_record(folder: Path, overwrite: bool, whole: bool = True) -> RunRecord | None:
+    """The record an earlier run left in `folder`, checked before anything is written. One line naming the file when
+    it cannot be read, is of the wrong shape or (`whole`) is not a training run's or lacks its status and flags, which
+    a rerun needs to keep or replace it; with --overwrite_output_dir True it is replaced instead. One written by a
+    newer expmrc is refused even then: nothing is written into its folder."""
+    path = folder / RUN_INFO
+    try:
+        previous = RunRecord.read(folder)
+        if previous is not None and whole:
+            if previous.kind != "baseline":
+                raise ExpmrcError(f"{path}: records an `expmrc {previous.kind}` run, not a training run")
+            if not previous.status or not isinstance(previous.get("flags"), dict):
+                missing, value = ("flags", previous.get("flags")) if previous.status else ("status", None)
+                raise ExpmrcError(f"{path}: its `{missing}` is {json_kind(value)}, not what a training run records")
+        return previous
+    except NewerRecord:
+        raise
+    except ExpmrcError as exc:
+        if not overwrite:
+            raise ExpmrcError(f"{exc}; pass --overwrite_output_dir True to replace the run in {folder}, or use a new "
+                              "--output_dir") from None
+        logger.warning(f"warning: {exc}; replaced, as --overwrite_output_dir True asks")
+        return None
+
+
+def model_record(source: ModelSource) -> dict[str, Any]:
+    """What a fine-tuned folder's config.json records about the run that trained it ({} for a model never fine-tuned
+    here); one line naming the file when the record is not an object or was written by a newer expmrc."""
+    record = getattr(source.config, "expmrc", None)
+    if record is None:
+        return {}
+    where = f"{source.name}/config.json"
+    if not isinstance(record, dict):
+        raise ExpmrcError(f"{where}: the `expmrc` record is {json_kind(record)}, not an object")
+    check_schema(record, where)
+    return record
+
+
+def check_model(run: BaselineRun, source: ModelSource, train_set: Dataset | None, given: set[str]) -> None:
+    """Settle what depends on the model's record before anything is written: the record itself, the settings a
+    predict-only run takes from it (those the command line does not give), and whether training would replace a
+    finished run's model trained with other settings."""
+    args, record = run.args, model_record(source)
+    run.model_record, run.tokenizer = record, source.tokenizer
+    run.token_types = uses_token_types(source.tokenizer, source.config)
+    if not args.do_train:  # a saved model predicts with what it was trained with
+        run.settings = predict_only_settings(run.task, args, record, f"{source.name}/config.json", given)
+        if "allow_unknown_tokens" not in given and isinstance(record.get("allow_unknown_tokens"), bool):
+            run.allow_unknown_tokens = record["allow_unknown_tokens"]
+        batch = record.get("predict_batch_size")
+        if "predict_batch_size" not in given and isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
+            run.predict_batch_size = batch
+    if train_set is not None:
+        run.signature = training_signature(args, features_key(run, train_set, True))
+        refuse_other_settings(run, run.output / MODEL_DIR)
+
+
 def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[BaselineRun, Dataset | None, Dataset | None]:
     """Parse and check the flags and inputs, make the run directory and the accelerator; nothing loaded yet."""
-    args = task.parser().parse_args(argv)
+    parser = task.parser()
+    args = parser.parse_args(argv)
+    command = [parser.prog if argv is not None else sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
     check_flags(args)
     settings = TaskSettings.from_args(args)
     train_set = load_dataset(args.train_file, kind=task.kind, fallback=args.task_name) if args.do_train else None
     predict_set = load_dataset(args.predict_file, kind=task.kind, fallback=args.task_name) if args.do_predict else None
     output = check_outputs(args)
+    previous = previous_record(output, args.overwrite_output_dir)
     if args.select_and_forget and args.do_predict and not args.do_train:
         answerer_folder(output)
     config = train_config(args)
@@ -269,25 +339,22 @@ def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[BaselineRun, 
                             "predict_file": predict_set.path if predict_set else args.predict_file,
                             "train_file": train_set.path if train_set else args.train_file,
                             "loss_lambda": float(args.loss_lambda), "rand_seed": int(args.rand_seed),
-                            "status": "running", "global_step": 0, "mixed_precision": accelerator.mixed_precision,
+                            "global_step": 0, "mixed_precision": accelerator.mixed_precision,
                             "precision": precision_record(config, accelerator), "flags": flag_values(args),
-                            "schema": SCHEMA, "environment": environment(accelerator.device.type),
                             **coupling_settings(args)}
-    run = BaselineRun(task, args, settings, output, config, accelerator, info, previous=read_run_info(str(output)))
+    record = RunRecord("baseline", info, environment=Environment.here(accelerator.device.type), command=command)
+    run = BaselineRun(task, args, settings, output, config, accelerator, record, previous=previous,
+                      allow_unknown_tokens=args.allow_unknown_tokens, predict_batch_size=args.predict_batch_size)
     return run, train_set, predict_set
 
 
-def load_model(run: BaselineRun, source: ModelSource, given: set[str]) -> Any:
+def load_model(run: BaselineRun, source: ModelSource) -> Any:
     """The task model from `source`, with the run's loss settings; a predict-only run takes the settings the
     model records, and is recorded under them."""
     model, report = load_task_model(run.task.model_class, source)
     logger.info(f"model {source.name} ({type(model.base_model).__name__}): {report.summary()}")
-    run.tokenizer = source.tokenizer
-    record = getattr(model.config, "expmrc", None) or {}
-    check_schema(record, f"{source.name}/config.json")
-    args, info = run.args, run.info
+    record, args, info = run.model_record, run.args, run.info
     if not args.do_train:  # predictions of a fine-tuned model are recorded under the settings that trained it
-        run.settings = predict_only_settings(run.task, args, record, f"{source.name}/config.json", given)
         for key in ("loss_lambda", "rand_seed", *COUPLING_KEYS):
             info[key] = record.get(key, info[key])
         info["model"] = record.get("base_model", info["model"])
@@ -302,7 +369,6 @@ def load_model(run: BaselineRun, source: ModelSource, given: set[str]) -> Any:
         raise ExpmrcError(f"--max_seq_length {run.settings.max_seq_length} exceeds the {usable} positions the model has")
     model.loss_lambda = args.loss_lambda
     model.coupling = (args.coupling_c1, args.coupling_c2, args.coupling_c3) if args.coupling_loss else None
-    run.token_types = uses_token_types(run.tokenizer, model.config)
     info["global_step"] = int(record.get("global_step", 0))
     info["settings"] = run.settings.as_dict()
     # tensor-core shapes on GPUs, fewer shapes to compile; on CPU padding buys nothing
@@ -315,17 +381,15 @@ def saved_record(run: BaselineRun, source: ModelSource) -> dict[str, Any]:
     args = run.args
     return {"schema": SCHEMA, "task": run.task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
             "base_model": source.name, **coupling_settings(args), "settings": run.settings.as_dict(),
-            "mixed_precision": run.accelerator.mixed_precision, "predict_batch_size": args.predict_batch_size,
-            "training_signature": run.signature}
+            "mixed_precision": run.accelerator.mixed_precision, "predict_batch_size": run.predict_batch_size,
+            "allow_unknown_tokens": run.allow_unknown_tokens, "training_signature": run.signature}
 
 
 def train_phase(run: BaselineRun, model: Any, train_set: Dataset, source: ModelSource) -> Any:
     """Train on the training set (or reuse OUTPUT_DIR/model when it holds this run's result) and save the model."""
     args, trained = run.args, run.output / MODEL_DIR
-    table, train_report, key = features(run, train_set, True, args.train_tfrecord)
+    table, train_report, _ = features(run, train_set, True, args.train_tfrecord)
     run.info["train_features"] = train_report.as_dict()
-    run.signature = training_signature(args, key)
-    refuse_other_settings(run, trained)
     if already_trained(trained, run.signature):  # the final weights are in model/, not in a checkpoint
         logger.info(f"{trained} already holds the result of this training run; not training again")
         model, _ = load_task_model(run.task.model_class, resolve_source(str(trained)))
@@ -349,7 +413,7 @@ def select_forget(run: BaselineRun) -> SelectAndForget:
     """The Select & Forget phase of this run (expmrc/training/select_forget.py)."""
     s = run.settings
     return SelectAndForget(run.output, run.accelerator, lambda questions, is_training: run.build(questions, is_training)[0],
-                           run.tokenizer.pad_token_id or 0, run.args.predict_batch_size,
+                           run.tokenizer.pad_token_id or 0, run.predict_batch_size,
                            (s.n_best_size, s.max_answer_length, s.max_evidence_length))
 
 
@@ -388,7 +452,7 @@ def predict_phase(run: BaselineRun, model: Any, predict_set: Dataset, forget: Se
     s = run.settings
     table, report, _ = features(run, predict_set, False, run.args.predict_tfrecord)
     run.info["predict_features"] = report.as_dict()
-    outputs = predict(model, run.windows(table, False), run.args.predict_batch_size, run.accelerator)
+    outputs = predict(model, run.windows(table, False), run.predict_batch_size, run.accelerator)
     predictions, nbest = run.task.spec.decode(predict_set.questions, table, outputs, s.n_best_size,
                                               s.max_answer_length, s.max_evidence_length)
     if forget is not None:
@@ -404,15 +468,17 @@ def predict_phase(run: BaselineRun, model: Any, predict_set: Dataset, forget: Se
 def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
     """Parse the flags and run `task`: train, save, predict, decode, write, score; returns the exit status."""
     run, train_set, predict_set = start_run(task, argv)
-    trained = run.output / MODEL_DIR
-    source = model_source(run.args, trained)
+    source = model_source(run.args, run.output / MODEL_DIR)
     run.info["model"] = source.name
-    destination = predict_destination(run.output, run.args)
-    if run.main:
+    check_model(run, source, train_set, given_flags(argv))
+    model = load_model(run, source)
+    destination = predict_destination(run)
+    if destination != run.output:
+        previous_record(destination, run.args.overwrite_output_dir, whole=False)
+    if run.main:  # every refusal came before this first write
         destination.mkdir(parents=True, exist_ok=True)
-    with recorded_run(str(destination), run.info, run.main,
+    with recorded_run(str(destination), run.record, run.main,
                       lambda: max(checkpoint_steps(run.args.output_dir), default=0)):
-        model = load_model(run, source, given_flags(argv))
         forget = select_forget(run) if run.args.select_and_forget else None
         answerer = None
         if train_set is not None:

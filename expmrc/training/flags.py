@@ -87,7 +87,8 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     _bool_flag(data, "do_train", False, "train on --train_file")
     _bool_flag(data, "do_predict", False, "predict on --predict_file, writing dev_predictions.json and dev_nbest.json")
     _bool_flag(data, "overwrite_output_dir", False,
-               "train again into an --output_dir whose finished run had other settings (default False: refused)")
+               "replace the run in --output_dir: train again where a finished run had other settings, or write over "
+               "a run record that cannot be read (default False: both refused)")
     _bool_flag(data, "allow_unknown_tokens", False,
                "run even when half or more of the tokens are the tokenizer's unknown token (default False: refused)")
 
