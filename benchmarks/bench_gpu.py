@@ -76,13 +76,12 @@ def make_model(task: str, ours: bool, config: Any) -> torch.nn.Module:
     from transformers import AutoModelForMultipleChoice, AutoModelForQuestionAnswering
 
     from expmrc.models.choice import ChoiceModel
+    from expmrc.models.heads import LossSettings
     from expmrc.models.span import SpanModel
 
     torch.manual_seed(0)
     if ours:
-        model = (SpanModel if task == "span" else ChoiceModel)(config)
-        model.loss_lambda = 0.1
-        return model
+        return (SpanModel if task == "span" else ChoiceModel)(config, loss=LossSettings(0.1))
     return (AutoModelForQuestionAnswering if task == "span" else AutoModelForMultipleChoice).from_config(config)
 
 
@@ -216,6 +215,7 @@ def epoch_run(args: argparse.Namespace, device: torch.device) -> None:
 
     from expmrc.decoding.predictions import decode_predictions
     from expmrc.features.windows import WindowDataset
+    from expmrc.models.heads import LossSettings
     from expmrc.models.span import SpanModel
     from expmrc.inference.predictor import predict
     from expmrc.training.loop import TrainConfig, make_accelerator, train
@@ -228,8 +228,7 @@ def epoch_run(args: argparse.Namespace, device: torch.device) -> None:
     pad = tokenizer.pad_token_id or 0
     multiple = 64 if args.epoch_compile else 8 if device.type == "cuda" else 1  # as run_se_mrc.py pads
     torch.manual_seed(0)
-    model = SpanModel(bert_config(args.shapes[0], args.seq))
-    model.loss_lambda = 0.1
+    model = SpanModel(bert_config(args.shapes[0], args.seq), loss=LossSettings(0.1))
     with tempfile.TemporaryDirectory() as folder:
         config = TrainConfig(output_dir=folder, num_train_epochs=1, train_batch_size=args.batch,
                              predict_batch_size=args.predict_batch, mixed_precision=args.epoch_precision,

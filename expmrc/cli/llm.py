@@ -96,17 +96,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from expmrc.llm import run as llm
+    from expmrc.llm.config import LLMConfig
 
     start = time.time()
-    prepared = llm.prepare(args)
-    if args.export_batch:
+    config = LLMConfig.from_flags({**vars(args), "command": tuple(getattr(args, "command_line", ()) or ())})
+    prepared = llm.prepare(config)
+    if config.export_batch:
         from expmrc.llm.batch import export_batch
 
-        export_batch(args.export_batch, prepared.requests)
-        print(f"wrote {len(prepared.requests)} requests to {args.export_batch}", file=sys.stderr)
+        export_batch(config.export_batch, prepared.requests)
+        print(f"wrote {len(prepared.requests)} requests to {config.export_batch}", file=sys.stderr)
         return 0
-    fetched, backend = llm.replies(args, prepared)
-    for line in llm.finish(args, prepared, fetched, backend, start):
+    fetched, backend = llm.replies(config, prepared)
+    for line in llm.finish(config, prepared, fetched, backend, start):
         print(line, file=sys.stderr)
     return 0
 

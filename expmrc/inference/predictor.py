@@ -18,6 +18,7 @@ from accelerate import Accelerator
 from accelerate.utils import gather_object
 from tqdm import tqdm
 
+PREDICT_BATCH_SIZE = 32  # items per prediction batch when nothing says otherwise (the baselines' --predict_batch_size)
 
 class Batches(Protocol):
     """What the loop trains and predicts on."""

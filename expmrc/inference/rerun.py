@@ -27,12 +27,11 @@ from expmrc.data.runs import MODEL_DIR, RUN_INFO, RunRecord, check_schema
 from expmrc.decoding.spans import span_probability
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import FeatureTable, WindowDataset, uses_token_types
-from expmrc.inference.predictor import predict_items
+from expmrc.inference.predictor import PREDICT_BATCH_SIZE, predict_items
 from expmrc.metrics.leaderboard import score_tokens
 from expmrc.models.backbones import load_task_model, resolve_source, training_record
 from expmrc.tasks import TaskSettings, TaskSpec, task_spec
 
-DEFAULT_BATCH_SIZE = 32  # windows per forward pass when the record names none (the baselines' default)
 
 
 def find_model(path: str) -> tuple[Path, Path | None]:
@@ -155,7 +154,7 @@ class FineTuned:
         self.autocast = autocast_for(record.get("mixed_precision"), self.device)
         recorded_batch = record.get("predict_batch_size")
         self.batch_size = batch_size or (recorded_batch if isinstance(recorded_batch, int) and recorded_batch > 0
-                                         else DEFAULT_BATCH_SIZE)
+                                         else PREDICT_BATCH_SIZE)
         self.name = str(folder)
 
     def features(self, questions: Sequence[Question]) -> FeatureTable:

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from expmrc.errors import ExpmrcError, warn
+from expmrc.llm.config import LLMConfig
 from expmrc.registry import Registry
 
 
@@ -199,11 +200,11 @@ class BackendKind:
     """A registered backend: how it is made from the run's settings, and whether it is a remote endpoint (then
     structured output may be asked for, and its URL and key variable are recorded)."""
 
-    make: Callable[[Any], Any]
+    make: Callable[[LLMConfig], Any]
     remote: bool
 
 
-def _openai_backend(settings: Any) -> OpenAIBackend:
+def _openai_backend(settings: LLMConfig) -> OpenAIBackend:
     """An endpoint at --base-url; the API key comes from the environment only."""
     if not settings.base_url.startswith(("http://", "https://")):
         raise ExpmrcError(f"--base-url {settings.base_url!r}: expected an http:// or https:// URL")
@@ -211,7 +212,7 @@ def _openai_backend(settings: Any) -> OpenAIBackend:
                          settings.timeout, settings.backoff, settings.api_key_env)
 
 
-def _transformers_backend(settings: Any) -> TransformersBackend:
+def _transformers_backend(settings: LLMConfig) -> TransformersBackend:
     return TransformersBackend(settings.model, settings.batch_size, settings.device, settings.seed)
 
 

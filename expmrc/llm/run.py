@@ -22,6 +22,7 @@ from expmrc.data.runs import (LLM_GROUNDED, LLM_PREDICTIONS, LLM_RESPONSES, LLM_
 from expmrc.errors import ExpmrcError
 from expmrc.llm.backends import BACKENDS, Reply, public_url
 from expmrc.llm.cache import ResponseCache, default_cache_path, request_key
+from expmrc.llm.config import LLMConfig
 from expmrc.llm.parsing import STATUSES, Parsed, parse_reply
 from expmrc.llm.prompts import PromptTemplate, answer_schema, build_messages
 from expmrc.llm.shots import Shot
@@ -187,7 +188,7 @@ class Prepared:
     requests: dict[str, dict[str, Any]]
 
 
-def prepare(args: Any) -> Prepared:
+def prepare(args: LLMConfig) -> Prepared:
     """Check the flags and inputs and build every request; all bad input is refused here, before any cost."""
     from expmrc.data.datasets import load_dataset
     from expmrc.llm.prompts import choose_template, template_from_file
@@ -201,7 +202,7 @@ def prepare(args: Any) -> Prepared:
     template = choose_template(args.template, dataset.kind, dataset.language)
     if args.prompt:
         template = template_from_file(args.prompt, template)
-    shots, dev_shots = draw_shots(args.shots_file, args.shots, args.seed, dataset, args.allow_dev_shots) \
+    shots, dev_shots = draw_shots(args.shots_file or "", args.shots, args.seed, dataset, args.allow_dev_shots) \
         if args.shots else ([], False)
     sampling = Sampling(args.temperature, args.top_p, args.max_tokens, args.seed)
     structured = args.structured == "auto" and BACKENDS.lookup(args.backend, "--backend: ").remote
@@ -209,7 +210,7 @@ def prepare(args: Any) -> Prepared:
     return Prepared(dataset, template, shots, dev_shots, sampling, structured, requests)
 
 
-def _check_output(args: Any) -> None:
+def _check_output(args: LLMConfig) -> None:
     from expmrc.data.io import check_output_path
 
     if args.export_batch:
@@ -222,12 +223,12 @@ def _check_output(args: Any) -> None:
         raise ExpmrcError(f"{args.output}: already exists and is not empty (pass --overwrite to replace it)")
 
 
-def make_backend(args: Any) -> Any:
+def make_backend(args: LLMConfig) -> Any:
     """The backend the flags name (a registered one); the API key comes from the environment only."""
     return BACKENDS.lookup(args.backend, "--backend: ").make(args)
 
 
-def replies(args: Any, prepared: Prepared) -> tuple[Fetched, Any]:
+def replies(args: LLMConfig, prepared: Prepared) -> tuple[Fetched, Any]:
     """The replies of a run, from a Batch output file or from the cache and the backend; and the backend."""
     if args.import_batch:
         from expmrc.llm.batch import import_batch
@@ -261,7 +262,7 @@ def scores(dataset: Dataset, submission: dict[str, Any], name: str) -> dict[str,
     return score(dataset, submission, name, metrics=select(None, dataset)).summary()
 
 
-def finish(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, started: float) -> list[str]:
+def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Any, started: float) -> list[str]:
     """Parse, ground, score and write the run folder; return the lines to print."""
     dataset = prepared.dataset
     parsed = parse_all(dataset.questions, fetched.replies)
@@ -270,16 +271,16 @@ def finish(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, starte
     raw_scores, grounded_scores = scores(dataset, submission, "predictions.json"), scores(dataset, grounded, "grounded.json")
     info = run_info(args, prepared, fetched, backend, parse_counts(parsed), started)
     record = RunRecord("llm", info, "finished", Environment.here(getattr(backend, "device", None)),
-                       public_command(getattr(args, "command_line", None)))
+                       public_command(args.command))
     summary = {"raw": raw_scores, "grounded": grounded_scores, "grounding": grounding, "parse": info["parse"],
                "dev_shots": prepared.dev_shots, "questions": len(dataset.questions), "limit": args.limit}
     records = response_records(dataset.questions, prepared.requests, fetched, parsed, details)
-    write_run(args.output, args.overwrite, {LLM_PREDICTIONS: submission, LLM_GROUNDED: grounded,
-                                            RUN_INFO: record.as_json(), LLM_SCORES: summary}, records)
-    return summary_lines(args.output, summary, info)
+    write_run(args.run_dir, args.overwrite, {LLM_PREDICTIONS: submission, LLM_GROUNDED: grounded,
+                                             RUN_INFO: record.as_json(), LLM_SCORES: summary}, records)
+    return summary_lines(args.run_dir, summary, info)
 
 
-def run_info(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, parsed: dict[str, int],
+def run_info(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Any, parsed: dict[str, int],
              started: float) -> dict[str, Any]:
     """The run's record: everything that shaped its replies, and what they cost; no secret."""
     remote = BACKENDS.lookup(args.backend).remote
@@ -304,7 +305,7 @@ def run_info(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, pars
     }
 
 
-def public_command(words: list[str] | None) -> list[str] | None:
+def public_command(words: tuple[str, ...] | None) -> list[str] | None:
     """The command line as the record keeps it: a URL given to --base-url without its user info and query."""
     if words is None:
         return None

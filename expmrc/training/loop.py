@@ -45,24 +45,25 @@ from transformers import get_linear_schedule_with_warmup
 from expmrc.data.io import write_json_atomic
 from expmrc.data.runs import CHECKPOINT_DIR, CHECKPOINT_STATE, LOG_FILE
 from expmrc.errors import ExpmrcError
-from expmrc.inference.predictor import Batches, dataset_lengths, to_device
+from expmrc.inference.predictor import PREDICT_BATCH_SIZE, Batches, dataset_lengths, to_device
 
 logger = logging.getLogger(__name__)
 ADAM_EPSILON = 1e-6  # the original BERT optimizer's epsilon
 MEGABATCH = 50  # global batches per length-sorted megabatch
 PRECISIONS = ("auto", "no", "fp16", "bf16")
+MAX_EPOCHS = 1000  # far beyond any fine-tuning run; larger values are typos (or inf)
 
 
 @dataclass
 class TrainConfig:
-    """Optimization and bookkeeping settings of one run (the flags, minus model and data)."""
+    """Optimization and bookkeeping settings of one run; these defaults are the baseline flags' defaults."""
 
     output_dir: str
     learning_rate: float = 3e-5
-    num_train_epochs: float = 2.0
+    num_train_epochs: float = 3.0
     max_steps: int = -1  # > 0 overrides num_train_epochs
     train_batch_size: int = 32  # total over processes and accumulation steps
-    predict_batch_size: int = 8  # total over processes
+    predict_batch_size: int = PREDICT_BATCH_SIZE  # total over processes
     warmup_proportion: float = 0.1
     weight_decay: float = 0.01
     gradient_accumulation_steps: int = 1
@@ -76,6 +77,30 @@ class TrainConfig:
     logging_steps: int = 50
     keep_checkpoints: int = 3
     max_grad_norm: float = 1.0  # global-norm clipping, as the original optimizer does
+
+    def checked(self) -> TrainConfig:
+        """This configuration, once every setting is in range (one line naming its flag otherwise)."""
+        for name in ("train_batch_size", "predict_batch_size", "gradient_accumulation_steps", "save_checkpoints_steps",
+                     "keep_checkpoints", "logging_steps"):
+            if getattr(self, name) < 1:
+                raise ExpmrcError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.per_device_micro_batch < 0:
+            raise ExpmrcError(f"--per_device_micro_batch must be 0 (automatic) or at least 1, got "
+                              f"{self.per_device_micro_batch}")
+        for name in ("learning_rate", "num_train_epochs", "warmup_proportion", "weight_decay"):
+            if not math.isfinite(getattr(self, name)):
+                raise ExpmrcError(f"--{name} must be a finite number, got {getattr(self, name)}")
+        if not 0 < self.learning_rate <= 1:
+            raise ExpmrcError(f"--learning_rate must be above 0 and at most 1, got {self.learning_rate}")
+        if self.num_train_epochs <= 0 and self.max_steps <= 0:
+            raise ExpmrcError("--num_train_epochs must be positive (or give --max_steps)")
+        if self.num_train_epochs > MAX_EPOCHS:
+            raise ExpmrcError(f"--num_train_epochs must be at most {MAX_EPOCHS}, got {self.num_train_epochs}")
+        if not 0 <= self.warmup_proportion < 1:
+            raise ExpmrcError(f"--warmup_proportion must be in [0, 1), got {self.warmup_proportion}")
+        if not 0 <= self.weight_decay < 1:
+            raise ExpmrcError(f"--weight_decay must be in [0, 1), got {self.weight_decay}")
+        return self
 
 
 @dataclass

@@ -105,3 +105,20 @@ def test_an_upward_import_and_a_loop_are_caught(tmp_path):
     (tmp_path / "expmrc" / "training" / "loop.py").write_text("from expmrc.data import io\n")
     assert upward_imports(tmp_path) == ["expmrc.data.io -> expmrc.training.loop"]
     assert cycles(tmp_path) == ["expmrc.data.io", "expmrc.training.loop"]
+
+
+def test_the_namespace_stops_at_the_command_line():
+    """No function past the command line and the baseline flag parser takes an argparse Namespace: each run
+    takes its typed configuration."""
+    allowed = {"expmrc/training/flags.py"}
+    takers = []
+    for path in sorted((ROOT / "expmrc").rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name.startswith("expmrc/cli/") or name in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                annotations = [a.annotation for a in [*node.args.args, *node.args.kwonlyargs] if a.annotation]
+                if any("Namespace" in ast.unparse(a) for a in annotations):
+                    takers.append(f"{name}: {node.name}")
+    assert takers == []
