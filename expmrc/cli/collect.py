@@ -84,9 +84,11 @@ def check_destinations(output_dir: str, formats: tuple[str, ...], html: bool) ->
     from expmrc.data.io import check_output_path
     from expmrc.reports.collect_render import REPORTS_DIR
     from expmrc.reports.collect_runs import OUTPUT_FILES
+    from expmrc.reports.llm_runs import TABLE
 
     kinds = [kind for kind in ("md", "csv", "png") if kind in formats] + (["runs"] if "csv" in formats else [])
     for kind in kinds + (["html"] if html else []):
         check_output_path(str(Path(output_dir) / OUTPUT_FILES[kind]), "file")
+    check_output_path(str(Path(output_dir) / TABLE), "file")  # written when LLM runs are among the runs
     if html:
         check_output_path(str(Path(output_dir) / REPORTS_DIR), "dir")
