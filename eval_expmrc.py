@@ -13,7 +13,8 @@ import json
 import sys
 
 from expmrc.cli import OneLineParser, run_guarded
-from expmrc.data.datasets import SUBSETS, load_dataset
+from expmrc.data import subsets
+from expmrc.data.datasets import load_dataset
 from expmrc.scoring.scorer import no_match_problem, score_files, warn_about
 
 
@@ -21,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(description="Evaluation script for ExpMRC (the leaderboard's metric).")
     parser.add_argument("dataset_file", help="official dataset file (or a subset name resolved in $EXPMRC_DATA or data/)")
     parser.add_argument("prediction_file", help="your prediction file: {id: {\"answer\": ..., \"evidence\": ...}}")
-    parser.add_argument("--subset", choices=SUBSETS, help="the subset, when the dataset's `version` does not say")
+    parser.add_argument("--subset", choices=subsets.names(), help="the subset, when the dataset's `version` does not say")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed in one line

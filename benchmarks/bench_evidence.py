@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from expmrc.evidence import baselines as evidence, idf_window  # noqa: E402
 from expmrc.text import sentences  # noqa: E402
-from expmrc.data.datasets import SUBSETS, load_dataset  # noqa: E402
+from expmrc.data import subsets  # noqa: E402
+from expmrc.data.datasets import load_dataset  # noqa: E402
 from expmrc.evidence.extract import BEST, METHODS, Method, build_method, extract  # noqa: E402
 from expmrc.metrics import leaderboard as metric  # noqa: E402
 from expmrc.metrics.leaderboard import f1, tokenize  # noqa: E402
@@ -74,8 +75,8 @@ def per_question(method: Method) -> Method:
 def method_table(datasets: dict, repeat: int) -> None:
     """Seconds of every evidence method on every dev set, as a Markdown table."""
     print(f"evidence methods, gold answers, seconds per dev set (cold caches, best of {repeat}):")
-    print("| method | " + " | ".join(SUBSETS) + " |")
-    print("| --- |" + " ---: |" * len(SUBSETS))
+    print("| method | " + " | ".join(subsets.names()) + " |")
+    print("| --- |" + " ---: |" * len(subsets.names()))
     for method in METHODS:
         cells = []
         for dataset in datasets.values():
@@ -101,7 +102,7 @@ def main() -> None:
         sys.exit("set EXPMRC_DATA to the dev sets and EXPMRC_TRAIN_DATA to the folder with cmrc2018-train.json")
     tokenize("warm up NLTK")  # the one-off Punkt load is not part of any timing
 
-    datasets = {s: load_dataset(s) for s in SUBSETS}
+    datasets = {s: load_dataset(s) for s in subsets.names()}
     if not args.dense_only:
         method_table(datasets, args.repeat)
     race = datasets["race"]  # idf-window's dense term (all-MiniLM-L6-v2) against its lexical part alone

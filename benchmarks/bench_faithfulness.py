@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 
 from expmrc.data.datasets import load_dataset
-from expmrc.decoding.faithfulness_run import run_faithfulness
-from expmrc.decoding.rerun import FineTuned
+from expmrc.inference.faithfulness_run import run_faithfulness
+from expmrc.inference.rerun import FineTuned
 from expmrc.training.choice_task import run_choice
 from expmrc.training.span_task import run_span
 from helpers.choice_data import choice_file

@@ -84,13 +84,12 @@ def make_model(task: str, ours: bool, config: Any) -> torch.nn.Module:
     from transformers import AutoModelForMultipleChoice, AutoModelForQuestionAnswering
 
     from expmrc.models.choice import ChoiceModel
+    from expmrc.models.heads import LossSettings
     from expmrc.models.span import SpanModel
 
     torch.manual_seed(0)
     if ours:
-        model = (SpanModel if task == "span" else ChoiceModel)(config)
-        model.loss_lambda = 0.1
-        return model
+        return (SpanModel if task == "span" else ChoiceModel)(config, loss=LossSettings(0.1))
     return (AutoModelForQuestionAnswering if task == "span" else AutoModelForMultipleChoice).from_config(config)
 
 
@@ -152,7 +151,7 @@ class Case:
 
     def __init__(self, task: str, ours: bool, config: Any, args: argparse.Namespace, precision: str, compiled: bool,
                  device: torch.device) -> None:
-        from expmrc.training.loop import to_device
+        from expmrc.inference.predictor import to_device
 
         model = make_model(task, ours, config).to(device).train()
         self.model = torch.compile(model, backend=args.compile_backend) if compiled else model
@@ -311,8 +310,10 @@ def epoch_run(args: argparse.Namespace, device: torch.device) -> None:
     """Part 2: one epoch of CMRC 2018 training through our loop, then prediction and decoding on its dev set."""
     from expmrc.decoding.predictions import decode_predictions
     from expmrc.features.windows import WindowDataset
+    from expmrc.models.heads import LossSettings
     from expmrc.models.span import SpanModel
-    from expmrc.training.loop import TrainConfig, make_accelerator, predict, train
+    from expmrc.inference.predictor import predict
+    from expmrc.training.loop import TrainConfig, make_accelerator, train
 
     tokenizer = epoch_tokenizer(args)
     train_table, _, train_s, train_hit = epoch_features(tokenizer, args.train, "cmrc2018", True, args)
@@ -324,8 +325,7 @@ def epoch_run(args: argparse.Namespace, device: torch.device) -> None:
     torch.manual_seed(0)
     config = bert_config(args.shapes[0], args.seq)
     config.vocab_size = max(config.vocab_size, len(tokenizer))
-    model = SpanModel(config)
-    model.loss_lambda = 0.1
+    model = SpanModel(config, loss=LossSettings(0.1))
     with tempfile.TemporaryDirectory() as folder:
         config = TrainConfig(output_dir=folder, num_train_epochs=1, train_batch_size=args.batch,
                              predict_batch_size=args.predict_batch, mixed_precision=args.epoch_precision,

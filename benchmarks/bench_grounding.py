@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from expmrc.data.datasets import SUBSETS, load_dataset, passage_of  # noqa: E402
+from expmrc.data import subsets  # noqa: E402
+from expmrc.data.datasets import load_dataset, passage_of  # noqa: E402
 from expmrc.text.grounding import ground_text  # noqa: E402
 from helpers.fact_quotes import HELD_OUT_SEED, KINDS, measure_facts  # noqa: E402
 from helpers.quotes import fabricated, faithful, gold_cases, longest_other, measure, rng_for, units  # noqa: E402
@@ -73,18 +74,18 @@ def rates_and_speed(subset: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--subsets", default=",".join(SUBSETS))
+    parser.add_argument("--subsets", default=",".join(subsets.names()))
     parser.add_argument("--seed", type=int, default=HELD_OUT_SEED,
                         help="the seed of the fact-changed and form-only quotes (the tests use 0)")
     args = parser.parse_args()
-    subsets = args.subsets.split(",")
+    chosen = args.subsets.split(",")
     print(f"{'subset':<9} {'cases':>5} {'located':>8} {'flagged':>8} {'answers':>8} {'quotes/s':>9} {'find/s':>9}")
-    for subset in subsets:
+    for subset in chosen:
         print(rates_and_speed(subset))
     print(f"\none fact changed: neither accepted nor repaired; form only: located and repaired (seed {args.seed})")
     columns = (*KINDS, "form only", "traditional script")
     print(f"{'subset':<9} " + " ".join(f"{c:>22}" for c in columns))
-    for subset in subsets:
+    for subset in chosen:
         rates = measure_facts(load_dataset(subset), args.seed)
         cells = [share(rates[kind]) for kind in KINDS] + [share(rates["form"]), share(rates["script"])]
         print(f"{subset:<9} " + " ".join(f"{c:>22}" for c in cells))

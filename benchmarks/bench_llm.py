@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from helpers.fake_openai import FakeChatServer
 from helpers.tiny_chat import make_tiny_chat_model
 
-from expmrc.data.datasets import SUBSETS, load_dataset, passage_of
+from expmrc.data import subsets
+from expmrc.data.datasets import load_dataset, passage_of
 from expmrc.llm.backends import OpenAIBackend
 from expmrc.llm.cache import ResponseCache
 from expmrc.llm.fetch import fetch
@@ -104,7 +105,7 @@ def grounding_rates() -> None:
     if not os.environ.get("EXPMRC_DATA"):
         print("grounding: skipped (set EXPMRC_DATA)")
         return
-    for subset in SUBSETS:
+    for subset in subsets.names():
         dataset = load_dataset(subset)
         submission = {}
         for q in dataset.questions:

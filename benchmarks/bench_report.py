@@ -24,12 +24,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the headless-browser driver lives with the tests
 
-from expmrc.data.datasets import SUBSETS, load_dataset  # noqa: E402
+from expmrc.data import subsets  # noqa: E402
+from expmrc.data.datasets import load_dataset  # noqa: E402
 from expmrc.metrics.leaderboard import clear_caches  # noqa: E402
-from expmrc.reports.browser import Browser, find_browser  # noqa: E402
 from expmrc.reports.html import build_report  # noqa: E402
 from expmrc.reports.pages import human_size, write_page  # noqa: E402
+from helpers.browser import Browser, find_browser  # noqa: E402
 
 FILTER_AND_DRAW = """(() => {
   let start = performance.now();
@@ -67,7 +69,7 @@ def main() -> None:
         sys.exit("set EXPMRC_DATA to the folder holding the four dev sets")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        jobs = [(subset, [str(ROOT / "sample_submission" / f"{subset}.json")]) for subset in SUBSETS]
+        jobs = [(subset, [str(ROOT / "sample_submission" / f"{subset}.json")]) for subset in subsets.names()]
         jobs.append(("squad", [str(ROOT / "sample_submission" / "squad.json"), changed_copy(folder)]))
         pages = []
         for subset, submissions in jobs:

@@ -24,12 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from expmrc.data.datasets import SUBSETS, SpanQuestion, load_dataset  # noqa: E402
+from expmrc.data import subsets  # noqa: E402
+from expmrc.data.datasets import SpanQuestion, load_dataset  # noqa: E402
 
 
 def make_submissions(folder: Path) -> list[tuple[str, str]]:
     pairs = []
-    for subset in SUBSETS:
+    for subset in subsets.names():
         dataset = load_dataset(subset)
         preds = {}
         for q in dataset.questions:

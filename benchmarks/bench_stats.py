@@ -22,7 +22,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from expmrc.data.datasets import SUBSETS, load_dataset  # noqa: E402
+from expmrc.data import subsets  # noqa: E402
+from expmrc.data.datasets import load_dataset  # noqa: E402
 from expmrc.scoring import stats  # noqa: E402
 from expmrc.scoring.scorer import score_files  # noqa: E402
 
@@ -70,7 +71,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     reports = [score_files(load_dataset(subset), str(ROOT / "sample_submission" / f"{subset}.json"))
-               for subset in SUBSETS]
+               for subset in subsets.names()]
     questions = sum(r.total for r in reports)
     fast, fast_spans = best_time(vectorised, reports, args.resamples, args.repeat)
     slow, slow_spans = best_time(loop, reports, args.resamples, args.repeat)

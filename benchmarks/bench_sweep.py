@@ -47,7 +47,7 @@ TINY_ARGS = ("--max_seq_length 64 --doc_stride 32 --max_query_length 16 --train_
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    from expmrc.cli import OneLineParser  # usage errors in one line
+    from expmrc.errors import OneLineParser  # usage errors in one line
 
     parser = OneLineParser(prog="bench_sweep.py", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -31,6 +31,7 @@ from transformers import (AutoModelForMultipleChoice, AutoModelForQuestionAnswer
 
 from _common import PlainLoop, interleaved_seconds  # noqa: E402
 from expmrc.models.choice import ChoiceModel  # noqa: E402
+from expmrc.models.heads import LossSettings  # noqa: E402
 from expmrc.models.span import SpanModel  # noqa: E402
 
 OPTIONS = 4
@@ -55,9 +56,7 @@ def make_model(kind: str, task: str, ours: bool, args: argparse.Namespace) -> to
     torch.manual_seed(0)
     config = backbone_config(kind, args)
     if ours:
-        model = (SpanModel if task == "span" else ChoiceModel)(config)
-        model.loss_lambda = 0.1
-        return model
+        return (SpanModel if task == "span" else ChoiceModel)(config, loss=LossSettings(0.1))
     return (AutoModelForQuestionAnswering if task == "span" else AutoModelForMultipleChoice).from_config(config)
 
 

@@ -34,7 +34,7 @@ READ = "aten::_local_scalar_dense"  # under .item(), bool(tensor), float(tensor)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    from expmrc.cli import OneLineParser
+    from expmrc.errors import OneLineParser
 
     parser = OneLineParser(prog="profile_step.py", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)

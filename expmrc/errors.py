@@ -1,6 +1,9 @@
-"""The one exception type the command line turns into a single line and exit status 2, and warnings."""
+"""The one exception type the command line turns into a single line and exit status 2, warnings, and the
+flag parser whose usage errors are one line too."""
 
+import argparse
 import sys
+from typing import Any, NoReturn
 
 
 class ExpmrcError(Exception):
@@ -36,3 +39,21 @@ def print_error(line: str) -> None:
         except Exception:  # a bar whose stream has gone: nothing to end
             pass
     print(line, file=sys.stderr)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, `error: PROG: what is wrong`, with exit status 2, and which
+    takes no abbreviation of a flag (`--detail` is not `--details`: a typo must not pass as another flag)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {self.prog}: {one_line(message)} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def one_line(text: str) -> str:
+    """`text` with line breaks escaped, so a message is always exactly one line."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")

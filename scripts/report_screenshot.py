@@ -20,10 +20,11 @@ from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the headless-browser driver lives with the tests
 
-from expmrc.reports.browser import Browser  # noqa: E402
 from expmrc.reports.html import build_report  # noqa: E402
 from expmrc.reports.pages import write_page  # noqa: E402
+from helpers.browser import Browser  # noqa: E402
 
 
 def main() -> None:

@@ -11,14 +11,15 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, NoReturn
+from typing import Any
 from collections.abc import Callable
 
 from expmrc import __version__
-from expmrc.errors import ExpmrcError, Terminated, print_error
+from expmrc.errors import ExpmrcError, OneLineParser, Terminated, one_line, print_error
+from expmrc.registry import Registry
 
 # name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
-COMMANDS: dict[str, tuple[str, str]] = {
+COMMANDS: Registry[tuple[str, str]] = Registry.of("command", {
     "evaluate": ("expmrc.cli.evaluate", "score one or more submissions, with breakdowns and a signature"),
     "compare": ("expmrc.cli.compare", "paired significance tests of submissions against a baseline (bootstrap, randomization)"),
     "human": ("expmrc.cli.human", "estimate human performance by cross-validation over the references"),
@@ -33,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "llm": ("expmrc.cli.llm", "run a chat model (any OpenAI-compatible endpoint, or local) on a subset and score it"),
     "lm-eval-path": ("expmrc.cli.lm_eval_path", "print the folder of the lm-evaluation-harness tasks (--include_path)"),
     "export": ("expmrc.cli.export", "write subsets as a Hugging Face dataset folder (Parquet or JSON Lines) with its card"),
-}
+})
 
 # third-party packages outside the core, by import name -> the extra that installs them (pyproject.toml)
 EXTRAS = {"torch": "train", "transformers": "train", "accelerate": "train", "safetensors": "train",
@@ -49,24 +50,6 @@ def missing_extra(exc: ModuleNotFoundError) -> str | None:
         return None
     first = "install PyTorch for your machine first (pytorch.org), then " if name == "torch" else ""
     return f"this command needs the Python package {name}, from the `{extra}` extra: {first}pip install 'expmrc[{extra}]'"
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line, `error: PROG: what is wrong`, with exit status 2, and which
-    takes no abbreviation of a flag (`--detail` is not `--details`: a typo must not pass as another flag)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        print(f"error: {self.prog}: {one_line(message)} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(2)
-
-
-def one_line(text: str) -> str:
-    """`text` with line breaks escaped, so a message is always exactly one line."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(parser)
         args = parser.parse_args(argv[1:])
+        args.command_line = ["expmrc", *argv]  # what a run record keeps as the command that started it
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else 2
     return run_guarded(module.run, args)

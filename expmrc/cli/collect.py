@@ -60,18 +60,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from expmrc.data.io import check_output_path
-    from expmrc.llm.collect import split_and_write
-    from expmrc.reports.collect import CollectResult, collect, find_run_dirs
+    from expmrc.reports.collect import collect
 
     check_output_path(args.output_dir, "dir")
     check_destinations(args.output_dir, args.format, args.html)
-    trained, llm_section, llm_written = split_and_write(find_run_dirs(args.run_dirs, args.output_dir), args.output_dir)
-    result = CollectResult([], [], "", []) if llm_section and not trained else collect(
-        trained, args.output_dir, data=args.data, formats=args.format, progress=not args.quiet, html=args.html,
-        farm=args.farm)
-    result.written += llm_written
+    result = collect(args.run_dirs, args.output_dir, data=args.data, formats=args.format, progress=not args.quiet,
+                     html=args.html, farm=args.farm)
     if not args.quiet:
-        sys.stdout.write(result.markdown + ("\n" if result.markdown and llm_section else "") + llm_section)
+        section = result.llm_section
+        sys.stdout.write(result.markdown + ("\n" if result.markdown and section else "") + section)
     left_out = [r for r in result.runs if r.status != "finished"]
     for r in left_out:
         print(f"left out {r.run_dir} ({r.status}): {r.note}", file=sys.stderr)
@@ -87,9 +84,11 @@ def check_destinations(output_dir: str, formats: tuple[str, ...], html: bool) ->
     from expmrc.data.io import check_output_path
     from expmrc.reports.collect_render import REPORTS_DIR
     from expmrc.reports.collect_runs import OUTPUT_FILES
+    from expmrc.reports.llm_runs import TABLE
 
     kinds = [kind for kind in ("md", "csv", "png") if kind in formats] + (["runs"] if "csv" in formats else [])
     for kind in kinds + (["html"] if html else []):
         check_output_path(str(Path(output_dir) / OUTPUT_FILES[kind]), "file")
+    check_output_path(str(Path(output_dir) / TABLE), "file")  # written when LLM runs are among the runs
     if html:
         check_output_path(str(Path(output_dir) / REPORTS_DIR), "dir")

@@ -7,7 +7,8 @@ import json
 import os
 
 from expmrc.cli.args import add_resampling_arguments, integer_in
-from expmrc.data.datasets import SUBSETS, load_dataset
+from expmrc.data import subsets
+from expmrc.data.datasets import load_dataset
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import select
 from expmrc.scoring.scorer import Report, score_files, signature
@@ -54,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --test randomization: how many random swaps (default %(default)s, as sacrebleu)")
     add_resampling_arguments(parser, "how many paired resamples of the questions (the bootstrap's p-value and "
                                      "every interval of Δ)")
-    parser.add_argument("--subset", choices=SUBSETS, help="the subset, when the dataset's `version` does not say")
+    parser.add_argument("--subset", choices=subsets.names(), help="the subset, when the dataset's `version` does not say")
     parser.add_argument("--metrics", metavar="NAME[,NAME]",
                         help="extra metrics to compare (as in `expmrc evaluate`; default: the subset's own)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n* p < {ALPHA:g}: the difference is larger than the sampling of questions explains. "
           f"Intervals are of Δ = system − baseline ({settings.confidence:.0%}, paired bootstrap).")
     trials = f"+trials-{args.trials}" if args.test == "randomization" else ""
-    print(f"signature: {signature(settings.describe(), f'test:{args.test}{trials}')}")
+    print(f"signature: {signature([baseline, *systems], settings.describe(), f'test:{args.test}{trials}')}")
     return 0
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from expmrc.data import subsets
+
 DESCRIPTION = """\
 Fetch the four ExpMRC dev sets (SQuAD, CMRC 2018, RACE+, C3) from the official repository at a
 pinned commit, verify each file's sha256 and write it atomically to DEST/<subset>/expmrc-<subset>-dev.json.
@@ -21,7 +23,7 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dest", default="data", help="destination folder (default: data/)")
     parser.add_argument("--from", dest="source", metavar="PATH", help="import from a local folder or zip instead of downloading")
-    parser.add_argument("--subsets", nargs="+", default=["squad", "cmrc2018", "race", "c3"], metavar="SUBSET",
+    parser.add_argument("--subsets", nargs="+", default=list(subsets.official()), metavar="SUBSET",
                         help="which dev sets (default: all four)")
 
 

@@ -7,7 +7,8 @@ import json
 import sys
 
 from expmrc.cli.args import add_resampling_arguments
-from expmrc.data.datasets import SUBSETS, load_dataset
+from expmrc.data import subsets
+from expmrc.data.datasets import load_dataset
 from expmrc.data.io import check_output_path, write_text_atomic
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import METRICS, select
@@ -49,14 +50,14 @@ examples:
 
 
 DESCRIPTION = _HELP.format(metrics="\n".join(
-    f"  {m.name:<12} {m.summary} (default for {', '.join(m.default_subsets) or 'none'})"
+    f"  {m.name:<12} {m.summary} (default for {', '.join(subsets.metric_defaults(m.name)) or 'none'})"
     for name, m in METRICS.items() if name != "expmrc") or "  (none registered yet)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("pairs", nargs="+", metavar="DATASET PREDICTIONS",
                         help="dataset file (or subset name) followed by its prediction file; repeat for more")
-    parser.add_argument("--subset", choices=SUBSETS,
+    parser.add_argument("--subset", choices=subsets.names(),
                         help="the subset of every dataset given, when their `version` does not say")
     parser.add_argument("--details", metavar="FILE.jsonl",
                         help="write one JSON line per question: id, type, scores, the question, the predicted "
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         reports.append(report)
     settings = _resampling(args)
     ci = [intervals(r, settings) for r in reports] if settings else [{} for _ in reports]
-    sig = signature(settings.describe()) if settings else signature()
+    sig = signature(reports, settings.describe()) if settings else signature(reports)
     if args.details:
         lines = []
         for report in reports:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from expmrc.data import subsets
+
 DESCRIPTION = """\
 Pick one evidence span per question with an unsupervised method and write a submission
 ({qid: {"answer", "evidence"}}) that `expmrc evaluate` and eval_expmrc.py score. Answers come from
@@ -39,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", required=True, metavar="M", help="one of the methods above (best = idf-window)")
     parser.add_argument("--answers", metavar="PRED.json", help="answers to explain (default: the gold answers)")
     parser.add_argument("--output", required=True, metavar="SUBMISSION.json", help="where to write the submission")
-    parser.add_argument("--subset", choices=("squad", "cmrc2018", "race", "c3"),
+    parser.add_argument("--subset", choices=subsets.names(),
                         help="the dataset's subset, when its `version` does not say")
     parser.add_argument("--sentences", choices=("simple", "refined"), help="sentence rule (default: the method's)")
     parser.add_argument("--half", choices=("first", "second"),

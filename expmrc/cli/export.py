@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from expmrc.data.datasets import SUBSETS
+from expmrc.data import subsets
 
 DESCRIPTION = """\
 Write ExpMRC datasets (subset names, resolved in $EXPMRC_DATA then data/, or dataset files) as a
@@ -31,13 +31,13 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("datasets", nargs="+", metavar="SUBSET|DATASET",
-                        help=f"{', '.join(SUBSETS)} (the dev set) or an ExpMRC dataset file; one per subset")
+                        help=f"{', '.join(subsets.names())} (the dev set) or an ExpMRC dataset file; one per subset")
     parser.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
                         help="file format of the rows (default %(default)s)")
     parser.add_argument("--output", required=True, metavar="DIR", help="the dataset folder to write")
     parser.add_argument("--split", default="dev", type=split_name,
                         help="the split the rows form (default %(default)s; e.g. train for a training file)")
-    parser.add_argument("--subset", choices=SUBSETS, help="the subset of every file given, when its `version` does not say")
+    parser.add_argument("--subset", choices=subsets.names(), help="the subset of every file given, when its `version` does not say")
     parser.add_argument("--overwrite", action="store_true", help="replace a DIR that exists")
 
 

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from expmrc.data import subsets
+
 DESCRIPTION = """\
 Re-predict a dataset on edited passages with a fine-tuned model (a run directory of either baseline,
 or its model/ folder) and report how its answers depend on its own evidence (docs/coupling.md):
@@ -27,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, or a fine-tuned model folder")
     parser.add_argument("dataset", metavar="DATASET", help="dataset file, or a subset name looked up in $EXPMRC_DATA")
     parser.add_argument("--max_k", type=int, default=4, help="largest k of FARM(k), at least 1 (default 4)")
-    parser.add_argument("--subset", choices=("squad", "cmrc2018", "race", "c3"),
+    parser.add_argument("--subset", choices=subsets.names(),
                         help="the dataset's subset, when its `version` does not say")
     parser.add_argument("--batch_size", type=int, default=None,
                         help="windows per forward pass (default: the run's own --predict_batch_size)")
@@ -43,9 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from expmrc.data.datasets import load_dataset
     from expmrc.data.io import check_output_path, write_json_atomic, write_text_atomic
-    from expmrc.decoding.faithfulness_run import run_faithfulness
-    from expmrc.decoding.rerun import FineTuned, torch_device
+    from expmrc.inference.faithfulness_run import run_faithfulness
+    from expmrc.inference.rerun import FineTuned, torch_device
     from expmrc.errors import ExpmrcError
+    from expmrc.logs import quiet_libraries
 
     if args.max_k < 1:
         raise ExpmrcError(f"--max_k must be at least 1, got {args.max_k}")
@@ -55,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         if path:
             check_output_path(path, "file", inputs=[args.dataset])
     torch_device(args.device)  # a bad --device is one line before any loading
+    quiet_libraries()
     dataset = load_dataset(args.dataset, args.subset)
     model = FineTuned(args.run_dir, args.device, args.batch_size)
     if model.record.get("select_and_forget"):

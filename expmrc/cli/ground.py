@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from expmrc.data import subsets
 from expmrc.text.grounding import FUZZY_THRESHOLD
 
 DESCRIPTION = f"""\
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              '{...}} (answer on span subsets; character offsets, end exclusive)')
     parser.add_argument("--drop-unverified", action="store_true",
                         help="empty the fields that could not be located or whose facts were changed (altered)")
-    parser.add_argument("--subset", choices=("squad", "cmrc2018", "race", "c3"),
+    parser.add_argument("--subset", choices=subsets.names(),
                         help="the dataset's subset, when its `version` does not say")
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from expmrc.data import subsets
+
 DESCRIPTION = """\
 Estimate human performance by cross-validation over the references: each reference in turn is
 the prediction and the others the ground truth (F1 = max over the others), averaged over the
@@ -24,7 +26,7 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dataset", help="dataset file, or a subset name resolved in $EXPMRC_DATA or data/")
-    parser.add_argument("--subset", choices=("squad", "cmrc2018", "race", "c3"),
+    parser.add_argument("--subset", choices=subsets.names(),
                         help="the subset, when the dataset's `version` does not say")
     parser.add_argument("--json", action="store_true", help="print one JSON object: ANS_F1, EVI_F1, ALL_F1, CMRC2018_EM, CMRC2018_F1, TOTAL")
 
@@ -43,6 +45,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"  answer F1   {fmt(result['ANS_F1'])}")
     print(f"  evidence F1 {fmt(result['EVI_F1'])}")
     print(f"  overall     {fmt(result['ALL_F1'])}")
-    if dataset.subset == "cmrc2018":
+    if "cmrc2018" in subsets.subset(dataset.subset).metrics:
         print(f"  CMRC 2018 EM {fmt(result['CMRC2018_EM'])}, F1 {fmt(result['CMRC2018_F1'])} (its official metrics)")
     return 0

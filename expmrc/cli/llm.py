@@ -8,6 +8,8 @@ import sys
 import time
 
 from expmrc.cli.args import integer_in, number_in
+from expmrc.llm.backends import BACKENDS
+from expmrc.llm.config import LLMConfig
 from expmrc.llm.prompts import TEMPLATES
 
 DESCRIPTION = """\
@@ -64,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model name at the endpoint, or a local folder (--backend transformers)")
     parser.add_argument("--output", metavar="RUN_DIR", help="the run folder to write (required unless --export-batch)")
     parser.add_argument("--overwrite", action="store_true", help="replace a RUN_DIR that exists")
-    parser.add_argument("--backend", choices=("openai", "transformers"), default="openai",
+    parser.add_argument("--backend", choices=BACKENDS.names(), default="openai",
                         help="openai: an OpenAI-compatible endpoint (default); transformers: a local causal LM")
     parser.add_argument("--base-url", default="https://api.openai.com/v1",
                         help="the endpoint's URL, up to /v1 (default %(default)s)")
@@ -135,12 +137,12 @@ def resume_command(args: argparse.Namespace) -> str:
     return shlex.join(words)
 
 
-def stopped_line(args: argparse.Namespace, status: int, cached: int, total: int) -> str:
+def stopped_line(args: argparse.Namespace, config: LLMConfig, status: int, cached: int, total: int) -> str:
     """The one line an interrupted run ends with: how many replies are cached and the command that resumes."""
     from expmrc.llm.run import cache_path
 
     word = "interrupted" if status == 130 else "terminated"
-    where = cache_path(args)
+    where = cache_path(config)
     if where is None:
         return f"{word}: no reply was kept (no response cache); rerun with: {resume_command(args)}"
     return f"{word}: {cached} of {total} replies are cached in {where}; resume with: {resume_command(args)}"
@@ -152,28 +154,29 @@ def run(args: argparse.Namespace) -> int:
     from expmrc.llm.fetch import Interrupted
 
     start = time.time()
-    prepared = llm.prepare(args)
-    if args.export_batch:
+    config = LLMConfig.from_flags({**vars(args), "command": tuple(getattr(args, "command_line", ()) or ())})
+    prepared = llm.prepare(config)
+    if config.export_batch:
         from expmrc.llm.batch import export_batch
 
-        export_batch(args.export_batch, prepared.requests)
-        print(f"wrote {len(prepared.requests)} requests to {args.export_batch}", file=sys.stderr)
+        export_batch(config.export_batch, prepared.requests)
+        print(f"wrote {len(prepared.requests)} requests to {config.export_batch}", file=sys.stderr)
         return 0
     try:
-        fetched, backend = llm.replies(args, prepared)
+        fetched, backend = llm.replies(config, prepared)
     except Interrupted as stop:
-        print(stopped_line(args, stop.status, stop.cached, stop.total), file=sys.stderr)
+        print(stopped_line(args, config, stop.status, stop.cached, stop.total), file=sys.stderr)
         return stop.status
     except (KeyboardInterrupt, Terminated) as exc:  # while the model loads or the cache is read: nothing sent
         word, status = ("interrupted", 130) if isinstance(exc, KeyboardInterrupt) else ("terminated", 143)
         print(f"{word} before any request was sent; rerun with: {resume_command(args)}", file=sys.stderr)
         return status
     try:
-        lines = llm.finish(args, prepared, fetched, backend, start)
+        lines = llm.finish(config, prepared, fetched, backend, start)
     except (KeyboardInterrupt, Terminated) as exc:
         status = 130 if isinstance(exc, KeyboardInterrupt) else 143
         kept = sum(r.cacheable for r in fetched.replies.values())
-        print(stopped_line(args, status, kept, len(prepared.requests)), file=sys.stderr)
+        print(stopped_line(args, config, status, kept, len(prepared.requests)), file=sys.stderr)
         return status
     for line in lines:
         print(line, file=sys.stderr)

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from expmrc.cli.args import integer_in, number_in
+from expmrc.data import subsets
 from expmrc.evidence.pseudo import DEFAULT_PRESET, PRESETS, SENTENCE_RULES, pseudo_label, resolve
 
 DESCRIPTION = """\
@@ -37,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("train_file", metavar="TRAIN_FILE",
                         help="a training set: SQuAD-style or ExpMRC-style JSON, the original C3 JSON list, "
                              "or RACE's folder of passage files")
-    parser.add_argument("--subset", required=True, choices=("squad", "cmrc2018", "race", "c3"),
+    parser.add_argument("--subset", required=True, choices=subsets.names(),
                         help="which subset's format and language the file has")
     parser.add_argument("--output", required=True, metavar="OUT", help="where to write the labelled file")
     parser.add_argument("--preset", choices=tuple(PRESETS), default=DEFAULT_PRESET,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from expmrc.data.datasets import SUBSETS, resolve_dataset_path
+from expmrc.data import subsets
+from expmrc.data.datasets import resolve_dataset_path
 from expmrc.data.io import check_output_path
 from expmrc.errors import ExpmrcError
 from expmrc.reports.html import ANSWER_THRESHOLD, EVIDENCE_THRESHOLD, build_report
@@ -59,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", nargs="+", metavar="SUBMISSION",
                         help="the submission to show, and optionally a second one to compare with it (B against A)")
     parser.add_argument("--output", required=True, metavar="REPORT.html", help="where to write the page")
-    parser.add_argument("--subset", choices=SUBSETS, help="the subset, when the dataset's `version` does not say")
+    parser.add_argument("--subset", choices=subsets.names(), help="the subset, when the dataset's `version` does not say")
     parser.add_argument("--metrics", metavar="NAME[,NAME]",
                         help="extra metrics to compute and show (as in `expmrc evaluate`; default: the subset's own)")
     parser.add_argument("--names", type=_names, metavar="A[,B]",

@@ -13,13 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from expmrc.data.io import read_json
+from expmrc.data import subsets
+from expmrc.data.io import json_kind, read_json
 from expmrc.errors import ExpmrcError, warn
 
-SUBSETS = ("squad", "cmrc2018", "race", "c3")
-SPAN_SUBSETS = ("squad", "cmrc2018")
-CHOICE_SUBSETS = ("race", "c3")
-CHINESE_SUBSETS = ("cmrc2018", "c3")
 LABELS = string.ascii_uppercase  # option labels: A, B, ... as the datasets spell them; at most 26 options
 
 
@@ -72,36 +69,21 @@ class Dataset:
     @property
     def kind(self) -> str:
         """`span` or `choice`."""
-        return "span" if self.subset in SPAN_SUBSETS else "choice"
+        return subsets.subset(self.subset).kind
 
     @property
     def language(self) -> str:
-        """`zh` for CMRC 2018 and C3, `en` otherwise."""
-        return "zh" if self.subset in CHINESE_SUBSETS else "en"
-
-
-def subset_from_version(version: str) -> str | None:
-    """The subset a dataset `version` names, by the official scorer's substring rule, or None."""
-    if "squad" in version:
-        return "squad"
-    if "cmrc2018" in version:
-        return "cmrc2018"
-    if "race" in version:
-        return "race"
-    if "c3" in version:
-        return "c3"
-    return None
+        """`en` or `zh`, as the subset table says."""
+        return subsets.subset(self.subset).language
 
 
 def resolve_dataset_path(name_or_path: str) -> str:
     """A dataset argument as a file path: a subset name is looked up in `$EXPMRC_DATA`, then `data/`."""
-    if name_or_path in SUBSETS and not os.path.exists(name_or_path):
+    if name_or_path in subsets.names() and not os.path.exists(name_or_path):
         roots = [os.environ.get("EXPMRC_DATA", ""), "data"]
+        dev_file = subsets.subset(name_or_path).dev_file
         for root in [r for r in roots if r]:
-            for candidate in (
-                Path(root) / name_or_path / f"expmrc-{name_or_path}-dev.json",
-                Path(root) / f"expmrc-{name_or_path}-dev.json",
-            ):
+            for candidate in (Path(root) / name_or_path / dev_file, Path(root) / dev_file):
                 if candidate.is_file():
                     return str(candidate)
         raise ExpmrcError(
@@ -111,35 +93,55 @@ def resolve_dataset_path(name_or_path: str) -> str:
 
 
 
-def load_dataset(path: str, subset: str | None = None) -> Dataset:
-    """Load and validate an ExpMRC dataset file; `subset` overrides detection from its `version`."""
+def load_dataset(path: str, subset: str | None = None, kind: str | None = None,
+                 fallback: str | None = None) -> Dataset:
+    """Load and validate an ExpMRC dataset file (or a subset name's dev set).
+
+    `subset` overrides detection from the file's `version`; `kind` ("span" or "choice") refuses a file of the
+    other task kind; `fallback` (the baselines' --task_name) names the subset when the version names none and
+    it is a subset of `kind`."""
     path = resolve_dataset_path(path)
     doc = read_json(path, "dataset file")
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
         raise ExpmrcError(f"{path}: dataset must be a JSON object with a `data` list")
     version = doc.get("version")
     if version is not None and not isinstance(version, str):
-        raise ExpmrcError(f"{path}: `version` must be a string, got {_json_kind(version)}")
+        raise ExpmrcError(f"{path}: `version` must be a string, got {json_kind(version)}")
     version = version or ""
-    if subset is None:
-        subset = subset_from_version(version)
-        if subset is None:
-            raise ExpmrcError(
-                f"{path}: unknown dataset version {version!r} (it names none of {', '.join(SUBSETS)}); "
-                "pass --subset to say which it is"
-            )
-    elif subset not in SUBSETS:
-        raise ExpmrcError(f"{path}: unknown subset {subset!r}; choose one of {', '.join(SUBSETS)}")
-    elif subset_from_version(version) not in (None, subset):
-        raise ExpmrcError(f"{path}: --subset {subset} contradicts the file's version {version!r}, which is "
-                          f"{subset_from_version(version)}; drop --subset or give the right file")
-    if subset in SPAN_SUBSETS:
+    subset = _subset_of(path, version, subset, kind, fallback)
+    found = subsets.subset(subset).kind
+    if kind is not None and found != kind:
+        raise ExpmrcError(f"{path}: is a {subset} ({subsets.KINDS[found]}) file, not "
+                          f"{subsets.KINDS[kind]} data ({', '.join(subsets.names_of(kind))})")
+    if found == "span":
         questions: list[Question] = list(span_questions(path, doc["data"]))
     else:
         questions = list(choice_questions(path, doc["data"]))
     if not questions:
         raise ExpmrcError(f"{path}: dataset holds no questions")
     return Dataset(path=path, version=version, subset=subset, questions=questions, raw=doc)
+
+
+def _subset_of(path: str, version: str, subset: str | None, kind: str | None, fallback: str | None) -> str:
+    """The subset a dataset file is: `subset` when given (checked against the version), else the version's,
+    else `fallback` when it is of `kind`; one line otherwise."""
+    named = subsets.from_version(version)
+    if subset is not None:
+        if subset not in subsets.names():
+            raise ExpmrcError(f"{path}: unknown subset {subset!r}; choose one of {', '.join(subsets.names())}")
+        if named not in (None, subset):
+            raise ExpmrcError(f"{path}: --subset {subset} contradicts the file's version {version!r}, which is "
+                              f"{named}; drop --subset or give the right file")
+        return subset
+    if named is not None:
+        return named
+    if kind is not None and fallback is not None:
+        if fallback in subsets.names_of(kind):
+            return fallback
+        raise ExpmrcError(f"{path}: version {version!r} names no subset and --task_name {fallback!r} is not a "
+                          f"{subsets.KINDS[kind]} subset ({', '.join(subsets.names_of(kind))})")
+    raise ExpmrcError(f"{path}: unknown dataset version {version!r} (it names none of {', '.join(subsets.names())}); "
+                      "pass --subset to say which it is")
 
 
 def _is_number(value: Any) -> bool:
@@ -151,27 +153,14 @@ def _is_text(value: Any) -> bool:
     return isinstance(value, str) or _is_number(value)
 
 
-def _json_kind(value: Any) -> str:
-    """How a JSON value is called in messages: null, a boolean, a number, a string, an array, an object."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
-
-
 def _texts(path: str, where: str, key: str, values: Any) -> list[Any]:
     """A non-empty list of strings or numbers (evidences, gold texts), refused otherwise in one line."""
     if not isinstance(values, list) or not values:
-        raise ExpmrcError(f"{path}: {where}: `{key}` must be a non-empty list of strings, got {_json_kind(values)}"
+        raise ExpmrcError(f"{path}: {where}: `{key}` must be a non-empty list of strings, got {json_kind(values)}"
                           + (" that is empty" if isinstance(values, list) else ""))
     for i, value in enumerate(values):
         if not _is_text(value):
-            raise ExpmrcError(f"{path}: {where}: `{key}`[{i}] must be a string, got {_json_kind(value)}")
+            raise ExpmrcError(f"{path}: {where}: `{key}`[{i}] must be a string, got {json_kind(value)}")
     return values
 
 
@@ -192,27 +181,27 @@ def span_questions(path: str, articles: list) -> Any:
             context = para.get("context")
             if not isinstance(context, str):
                 raise ExpmrcError(f"{path}: data[{a}].paragraphs[{p}]: `context` must be a string, "
-                                  f"got {_json_kind(context)}")
+                                  f"got {json_kind(context)}")
             for q, qa in enumerate(para["qas"]):
                 where = f"data[{a}].paragraphs[{p}].qas[{q}]"
                 if not isinstance(qa, dict) or "id" not in qa:
                     raise ExpmrcError(f"{path}: {where} must be an object with an `id`")
                 raw_id = qa["id"]
                 if not isinstance(raw_id, str) and not _is_number(raw_id):
-                    raise ExpmrcError(f"{path}: {where}: `id` must be a string, got {_json_kind(raw_id)}")
+                    raise ExpmrcError(f"{path}: {where}: `id` must be a string, got {json_kind(raw_id)}")
                 qid = raw_id if isinstance(raw_id, str) else json.dumps(raw_id)
                 if not isinstance(raw_id, str):
                     numeric_ids.append(qid)
                 name = f"question {qid}"
                 if not isinstance(qa.get("question"), str):
-                    raise ExpmrcError(f"{path}: {name}: `question` must be a string, got {_json_kind(qa.get('question'))}")
+                    raise ExpmrcError(f"{path}: {name}: `question` must be a string, got {json_kind(qa.get('question'))}")
                 answers = qa.get("answers")
                 if not isinstance(answers, list) or not answers:
                     raise ExpmrcError(f"{path}: {name}: `answers` must be a non-empty list of objects with `text`")
                 starts = []
                 for i, answer in enumerate(answers):
                     if not isinstance(answer, dict) or not _is_text(answer.get("text")):
-                        got = _json_kind(answer.get("text")) if isinstance(answer, dict) else _json_kind(answer)
+                        got = json_kind(answer.get("text")) if isinstance(answer, dict) else json_kind(answer)
                         raise ExpmrcError(f"{path}: {name}: answers[{i}] must be an object whose `text` is a "
                                           f"string, got {got}")
                     start = answer.get("answer_start")
@@ -220,7 +209,7 @@ def span_questions(path: str, articles: list) -> Any:
                                               or not -1 <= start <= len(context)):
                         raise ExpmrcError(f"{path}: {name}: answers[{i}].answer_start must be a character offset "
                                           f"from 0 to {len(context)} (or -1 for unknown), got "
-                                          f"{start if _is_number(start) else _json_kind(start)}")
+                                          f"{start if _is_number(start) else json_kind(start)}")
                     starts.append(start)
                 evidences = qa.get("evidences")
                 if evidences is not None:
@@ -248,7 +237,7 @@ def choice_questions(path: str, samples: list) -> Any:
         pid = sample.get("id")
         if not isinstance(pid, str):
             raise ExpmrcError(f"{path}: data[{s}]: passage `id` must be a string (question ids are `<id>-<n>`), "
-                              f"got {_json_kind(pid)}")
+                              f"got {json_kind(pid)}")
         name = f"passage {pid}"
         for key in ("article", "questions", "options", "answers"):
             if key not in sample:
@@ -258,11 +247,11 @@ def choice_questions(path: str, samples: list) -> Any:
             article = "\n".join(article)  # C3 keeps dialogue turns as a list of strings
         if not isinstance(article, str):
             raise ExpmrcError(f"{path}: {name}: `article` must be a string (or a list of strings), "
-                              f"got {_json_kind(article)}")
+                              f"got {json_kind(article)}")
         questions, options, answers = sample["questions"], sample["options"], sample["answers"]
         for key, value in (("questions", questions), ("options", options), ("answers", answers)):
             if not isinstance(value, list):
-                raise ExpmrcError(f"{path}: {name}: `{key}` must be a list, got {_json_kind(value)}")
+                raise ExpmrcError(f"{path}: {name}: `{key}` must be a list, got {json_kind(value)}")
         if not len(questions) == len(options) == len(answers):
             raise ExpmrcError(
                 f"{path}: {name}: {len(questions)} questions, {len(options)} option lists and "
@@ -275,20 +264,20 @@ def choice_questions(path: str, samples: list) -> Any:
             qid = f"{pid}-{j}"
             where = f"question {qid}"
             if not isinstance(questions[j], str):
-                raise ExpmrcError(f"{path}: {where}: the question must be a string, got {_json_kind(questions[j])}")
+                raise ExpmrcError(f"{path}: {where}: the question must be a string, got {json_kind(questions[j])}")
             choices = options[j]
             if not isinstance(choices, list):
-                raise ExpmrcError(f"{path}: {where}: options must be a list of strings, got {_json_kind(choices)}")
+                raise ExpmrcError(f"{path}: {where}: options must be a list of strings, got {json_kind(choices)}")
             if len(choices) > len(LABELS):
                 raise ExpmrcError(f"{path}: {where}: {len(choices)} options; at most {len(LABELS)} can be "
                                   f"labelled (A to {LABELS[-1]})")
             for k, option in enumerate(choices):
                 if not _is_text(option):
-                    raise ExpmrcError(f"{path}: {where}: option {LABELS[k]} must be a string, got {_json_kind(option)}")
+                    raise ExpmrcError(f"{path}: {where}: option {LABELS[k]} must be a string, got {json_kind(option)}")
             label = answers[j]
             if not isinstance(label, str):  # one naming no option is kept: training skips and counts it
                 raise ExpmrcError(f"{path}: {where}: the answer must be an option label such as \"A\", "
-                                  f"got {_json_kind(label)}")
+                                  f"got {json_kind(label)}")
             yield ChoiceQuestion(
                 qid=qid,
                 passage_id=pid,

@@ -10,23 +10,26 @@ import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
-from expmrc.data.datasets import SUBSETS
+from expmrc.data import subsets as subset_table
 from expmrc.data.io import write_bytes_atomic
 from expmrc.errors import ExpmrcError
 
 COMMIT = "9827fed6466f295252f9054c56ec7b233d46e636"
 URL = "https://raw.githubusercontent.com/ymcui/expmrc/{commit}/data/{subset}/expmrc-{subset}-dev.json"
-SHA256 = {
-    "squad": "2a97b681de208927c886b0a60fd83599a304157b011fcb7b43031ca48104e6d7",
-    "cmrc2018": "189f494d86ca585990873fbb1fdc4626ec7ef3a86cfab38bc38fdedacdad896b",
-    "race": "43819fee2096d40f8a209bd5bce82a47b663cb79804119c036de4655bd01f021",
-    "c3": "b43356147cdd8228efdcd70f5953cf76b157d2c66724f2be308c7e5b965dfa8d",
-}
 MAX_ENTRY_BYTES = 64 << 20  # the largest dev set is a few MB; refuse zip bombs before unpacking them
 
 
 def file_name(subset: str) -> str:
-    return f"expmrc-{subset}-dev.json"
+    """The dev set's file name in the release."""
+    return subset_table.subset(subset).dev_file
+
+
+def sha256_of(subset: str) -> str:
+    """The pinned checksum of a subset's official dev set."""
+    digest = subset_table.subset(subset).dev_sha256
+    if digest is None:
+        raise ExpmrcError(f"{subset}: has no official dev set to download; put its file in $EXPMRC_DATA/{subset}/")
+    return digest
 
 
 def destination(dest: str, subset: str) -> Path:
@@ -36,7 +39,7 @@ def destination(dest: str, subset: str) -> Path:
 
 def is_present(dest: str, subset: str) -> bool:
     path = destination(dest, subset)
-    return path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == SHA256[subset]
+    return path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256_of(subset)
 
 
 def fetch(subset: str, timeout: float = 60.0) -> bytes:
@@ -127,9 +130,9 @@ def install(payloads: dict[str, bytes], dest: str, origin: str) -> list[Path]:
     """Verify every payload's sha256 first, then write each atomically; a mismatch writes nothing."""
     for subset, payload in payloads.items():
         digest = hashlib.sha256(payload).hexdigest()
-        if digest != SHA256[subset]:
+        if digest != sha256_of(subset):
             raise ExpmrcError(f"{origin}: {file_name(subset)} has sha256 {digest[:16]}..., expected "
-                              f"{SHA256[subset][:16]}... (corrupt or not the official release); nothing written")
+                              f"{sha256_of(subset)[:16]}... (corrupt or not the official release); nothing written")
     written = []
     for subset, payload in payloads.items():
         target = destination(dest, subset)
@@ -139,7 +142,7 @@ def install(payloads: dict[str, bytes], dest: str, origin: str) -> list[Path]:
 
 
 def check_subsets(subsets: list[str]) -> list[str]:
-    unknown = [s for s in subsets if s not in SUBSETS]
-    if unknown:
-        raise ExpmrcError(f"unknown subset {unknown[0]!r}; choose from {', '.join(SUBSETS)}")
+    """`subsets`, once each is known and has an official dev set to download (one line otherwise)."""
+    for subset in subsets:
+        sha256_of(subset)
     return subsets

@@ -83,6 +83,19 @@ def _check_structure(doc: Any, path: str, what: str, surrogates: bool) -> None:
             stack.append((child, keys + [key]))
 
 
+def json_kind(value: Any) -> str:
+    """How a JSON value is called in messages: null, a boolean, a number, a string, an array, an object."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 def read_json(path: str, what: str = "file") -> Any:
     """Parse a JSON file (UTF-8, a BOM accepted), turning every failure into one line naming the file."""
     try:

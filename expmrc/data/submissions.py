@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from expmrc.data.io import read_json, write_json_atomic
+from expmrc.data.runs import NBEST_FILE, PREDICTIONS_FILE
 from expmrc.errors import ExpmrcError
 
-PREDICTIONS_FILE = "dev_predictions.json"
-NBEST_FILE = "dev_nbest.json"
 SCALAR_TYPES = (str, int, float)  # bool is an int: scored as str(True) == "True", as the leaderboard does
 
 

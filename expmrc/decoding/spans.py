@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from expmrc.features.windows import FeatureTable
+from expmrc.text.locate import trim
 
 
 def window_spans(table: FeatureTable, window: int, start_logits: np.ndarray, end_logits: np.ndarray,
@@ -76,7 +77,7 @@ def span_probability(table: FeatureTable, windows: Sequence[int], outputs: Seque
                 probability = float(p_start[s] * p_end[e])
                 if probability < PROBABILITY_FLOOR:
                     continue
-                start, end = _trimmed(passage, int(offsets[s][0]), int(offsets[e][1]))
+                start, end = trim(passage, (int(offsets[s][0]), int(offsets[e][1])))
                 if end > start and matches(passage[start:end]):
                     total += probability
         best = max(best, total)
@@ -89,7 +90,7 @@ def best_spans(passage: str, candidates: Sequence[tuple[float, int, int]], n_bes
     `span_probability`); ties go to the earlier span."""
     by_span: dict[tuple[int, int], float] = {}
     for score, start, end in candidates:
-        start, end = _trimmed(passage, start, end)
+        start, end = trim(passage, (start, end))
         if end > start and ((start, end) not in by_span or score > by_span[(start, end)]):
             by_span[(start, end)] = score
     ranked = sorted(by_span.items(), key=lambda item: (-item[1], item[0]))[:n_best]
@@ -100,12 +101,3 @@ def best_spans(passage: str, candidates: Sequence[tuple[float, int, int]], n_bes
     probabilities /= probabilities.sum()
     return [{"text": passage[start:end], "start": start, "end": end, "score": round(score, 5),
              "probability": round(float(p), 6)} for ((start, end), score), p in zip(ranked, probabilities)]
-
-
-def _trimmed(passage: str, start: int, end: int) -> tuple[int, int]:
-    """The span without the whitespace some tokenizers include in a token's offsets."""
-    while start < end and passage[start].isspace():
-        start += 1
-    while end > start and passage[end - 1].isspace():
-        end -= 1
-    return start, end

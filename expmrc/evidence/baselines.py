@@ -67,7 +67,6 @@ class Query:
     options: tuple[str, ...] = ()
     answer_index: int | None = None
     gold_answers: tuple[str, ...] = ()
-    gold_starts: tuple[int | None, ...] = ()
     gold_evidences: tuple[str, ...] = ()
 
 
@@ -87,8 +86,7 @@ def make_query(question: Question, answer: str | None = None, answer_start: int 
         if answer is None:
             answer, answer_start = str(question.answers[0]), question.answer_starts[0]
         return Query(question.qid, question.question, str(answer), answer_start,
-                     gold_answers=tuple(str(a) for a in question.answers),
-                     gold_starts=tuple(question.answer_starts), gold_evidences=evidences)
+                     gold_answers=tuple(str(a) for a in question.answers), gold_evidences=evidences)
     assert isinstance(question, ChoiceQuestion)
     label = question.answer if answer is None else answer
     index = label_index(label, question.options)

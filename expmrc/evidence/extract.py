@@ -13,52 +13,73 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
+from expmrc.data import subsets
 from expmrc.data.datasets import LABELS, ChoiceQuestion, Dataset, Question, SpanQuestion, passage_of
 from expmrc.errors import ExpmrcError
 from expmrc.evidence.baselines import (Evidence, Pick, Query, answer_sentence, gold_answer_sentence, gold_evidence_sentence,
                              label_index, make_query, most_similar, most_similar_question, prepare_passage)
 from expmrc.evidence.idf_window import RULE as IDF_WINDOW_RULE, idf_window_for
+from expmrc.registry import Registry
 from expmrc.text.locate import locate_answer, occurrences
 
 BEST = "idf-window"
-METHODS = ("most-similar", "most-similar-question", "answer-sentence", "gold-answer-sentence",
-           "gold-evidence-sentence", BEST)
-ALIASES = {"best": BEST}
-_BASELINES: dict[str, Pick] = {
-    "most-similar": most_similar,
-    "most-similar-question": most_similar_question,
-    "answer-sentence": answer_sentence,
-    "gold-answer-sentence": gold_answer_sentence,
-    "gold-evidence-sentence": gold_evidence_sentence,
-}
+
+
+@dataclass(frozen=True)
+class EvidenceMethod:
+    """A registered evidence method: the task kinds it serves, whether it reads the gold evidence (an oracle), its
+    sentence rule, its pick function for a dataset, and what it does when it picks nothing."""
+
+    tasks: tuple[str, ...]
+    needs_evidence: bool
+    rule: str
+    make: Callable[[Dataset], Pick]
+    fallback: Callable[[Query], Query] | None = None  # picks nothing: the sentence most similar to this key instead
+    by_similarity: bool = False  # picks by token overlap, so a score of 0 means no sentence shares a token
+
+
+def _idf_window(dataset: Dataset) -> Pick:
+    return idf_window_for([passage_of(q) for q in dataset.questions], dataset.kind, dataset.language,
+                          questions=[q.question for q in dataset.questions])
+
+
+def _gold_key(query: Query) -> Query:
+    """A query whose answer text is the first gold answer (for the oracle's fallback)."""
+    return Query(query.qid, query.question, query.gold_answers[0] if query.gold_answers else query.answer_text)
+
+
+BOTH = ("span", "choice")
+METHODS: Registry[EvidenceMethod] = Registry.of("evidence method", {
+    "most-similar": EvidenceMethod(BOTH, False, "simple", lambda d: most_similar, by_similarity=True),
+    "most-similar-question": EvidenceMethod(BOTH, False, "simple", lambda d: most_similar_question, by_similarity=True),
+    "answer-sentence": EvidenceMethod(("span",), False, "simple", lambda d: answer_sentence, fallback=lambda q: q),
+    "gold-answer-sentence": EvidenceMethod(BOTH, False, "simple", lambda d: gold_answer_sentence, fallback=_gold_key),
+    "gold-evidence-sentence": EvidenceMethod(BOTH, True, "simple", lambda d: gold_evidence_sentence),
+    BEST: EvidenceMethod(BOTH, False, IDF_WINDOW_RULE, _idf_window),
+}, aliases={"best": BEST})
 
 
 @dataclass(frozen=True)
 class Method:
-    """A named evidence method ready for one dataset: its sentence rule and its pick function."""
+    """A named evidence method ready for one dataset: its sentence rule, its pick function and its fallback."""
 
     name: str
     rule: str
     pick: Pick
-
+    fallback: Callable[[Query], Query] | None = None
+    by_similarity: bool = False
 
 
 def build_method(name: str, dataset: Dataset, rule: str | None = None) -> Method:
     """The method `name` (or an alias) for `dataset`; `rule` overrides its sentence rule."""
-    name = ALIASES.get(name, name)
-    if name not in METHODS:
-        choices = ", ".join(METHODS + tuple(ALIASES))
-        raise ExpmrcError(f"unknown evidence method {name!r}; choose one of {choices}")
-    if name == "answer-sentence" and dataset.kind != "span":
-        raise ExpmrcError(f"{dataset.path}: answer-sentence needs a span subset (squad, cmrc2018), "
-                          f"this is {dataset.subset}")
-    if name == "gold-evidence-sentence" and all(q.evidences is None for q in dataset.questions):
-        raise ExpmrcError(f"{dataset.path}: gold-evidence-sentence needs a dataset with `evidences`")
-    if name == BEST:
-        texts = [passage_of(q) for q in dataset.questions]
-        return Method(name, rule or IDF_WINDOW_RULE, idf_window_for(texts, dataset.kind, dataset.language,
-                                                                    questions=[q.question for q in dataset.questions]))
-    return Method(name, rule or "simple", _BASELINES[name])
+    spec, name = METHODS.lookup(name), METHODS.canonical(name)
+    if dataset.kind not in spec.tasks:
+        kinds = " or ".join(spec.tasks)
+        names = ", ".join(n for kind in spec.tasks for n in subsets.names_of(kind))
+        raise ExpmrcError(f"{dataset.path}: {name} needs a {kinds} subset ({names}), this is {dataset.subset}")
+    if spec.needs_evidence and all(q.evidences is None for q in dataset.questions):
+        raise ExpmrcError(f"{dataset.path}: {name} needs a dataset with `evidences`")
+    return Method(name, rule or spec.rule, spec.make(dataset), spec.fallback, spec.by_similarity)
 
 
 @dataclass
@@ -144,10 +165,10 @@ def extract(dataset: Dataset, method: Method, answers: dict[str, tuple[str, int 
         if len(passage.sentences) == 1:
             undelimited.add(passage.text)
         evidence = method.pick(passage, query)
-        if evidence is None and method.name in ("answer-sentence", "gold-answer-sentence"):
+        if evidence is None and method.fallback is not None:
             not_found.append(q.qid)
-            evidence = most_similar(passage, query if method.name == "answer-sentence" else _gold_key(query))
-        if evidence is not None and evidence.score == 0 and method.name.startswith("most-similar"):
+            evidence = most_similar(passage, method.fallback(query))
+        if evidence is not None and evidence.score == 0 and method.by_similarity:
             no_overlap.append(q.qid)
         if evidence is None:
             none.append(q.qid)
@@ -160,11 +181,6 @@ def extract(dataset: Dataset, method: Method, answers: dict[str, tuple[str, int 
     _note(notes, no_overlap, "share no token with any sentence; their evidence is the first sentence")
     _note(notes, none, "got no evidence; it is empty")
     return Extraction(dataset, method.name, written, evidences, notes, starts)
-
-
-def _gold_key(query: Query) -> Query:
-    """A query whose answer text is the first gold answer (for the oracle's fallback)."""
-    return Query(query.qid, query.question, query.gold_answers[0] if query.gold_answers else query.answer_text)
 
 
 def _note(notes: list[str], qids: list[str], what: str) -> None:

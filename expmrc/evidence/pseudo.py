@@ -33,6 +33,7 @@ from expmrc.data.datasets import Dataset, Question, SpanQuestion, gold_option_te
 from expmrc.errors import ExpmrcError
 from expmrc.evidence.baselines import Evidence, Passage, best_run, prepare_passage
 from expmrc.metrics.leaderboard import score_tokens, tokenize
+from expmrc.registry import Registry
 from expmrc.text.sentences import RELEASE_DELIMITERS, Sentence, split_at_delimiters, split_sentences
 
 SENTENCE_RULES = ("release", "simple", "refined")
@@ -50,13 +51,13 @@ class Preset:
     margin: float | None  # a longer run must beat the best single sentence by more; None: best of all, earliest on ties
 
 
-PRESETS: dict[str, Preset] = {
+PRESETS: Registry[Preset] = Registry.of("preset", {
     "release": Preset("the paper's released data: raw-token F1, cut after every 。！？?! (English .!?), 1-3 sentences "
                       "(span) or 1 (choice)",
                       "release", False, 3, 1, None),
     "normalized": Preset("normalized F1, sentences keep closing quotes, 1-3 sentences, longer wins by > --margin",
                          "simple", True, 3, 3, 0.0),
-}
+})
 DEFAULT_PRESET = "release"
 
 
@@ -73,9 +74,7 @@ class Settings:
 def resolve(preset: str, kind: str, max_sentences: int | None = None, margin: float | None = None,
             sentences: str | None = None) -> Settings:
     """The settings of `preset` for `kind` (`span`/`choice`); given overrides replace the preset's values."""
-    if preset not in PRESETS:
-        raise ExpmrcError(f"--preset: unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-    p = PRESETS[preset]
+    p = PRESETS.lookup(preset, "--preset: ")
     if margin is not None and p.margin is None:
         raise ExpmrcError(f"--margin: preset {preset!r} picks the best run outright (ties to the earliest); "
                           "--margin applies to --preset normalized")

@@ -19,11 +19,15 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from expmrc.errors import ExpmrcError, warn
 from expmrc.llm.completion import Reply, read_body
+from expmrc.llm.config import LLMConfig
+from expmrc.registry import Registry
 
 SMALL_FILE = 1 << 20  # model files up to this size are fingerprinted by content, larger ones by size and mtime
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -279,3 +283,30 @@ class TransformersBackend:
                                  prompt_tokens=int(mask.sum()), completion_tokens=len(ids), latency=latency,
                                  finish_reason="stop" if stopped else "length", model=self.model_name))
         return replies
+
+
+@dataclass(frozen=True)
+class BackendKind:
+    """A registered backend: how it is made from the run's settings, and whether it is a remote endpoint (then
+    structured output may be asked for, and its URL and key variable are recorded)."""
+
+    make: Callable[[LLMConfig], Any]
+    remote: bool
+
+
+def _openai_backend(settings: LLMConfig) -> OpenAIBackend:
+    """An endpoint at --base-url; the API key comes from the environment only."""
+    if not settings.base_url.startswith(("http://", "https://")):
+        raise ExpmrcError(f"--base-url {settings.base_url!r}: expected an http:// or https:// URL")
+    return OpenAIBackend(settings.base_url, os.environ.get(settings.api_key_env, ""), settings.retries,
+                         settings.timeout, settings.backoff, settings.api_key_env)
+
+
+def _transformers_backend(settings: LLMConfig) -> TransformersBackend:
+    return TransformersBackend(settings.model, settings.batch_size, settings.device, settings.seed)
+
+
+BACKENDS: Registry[BackendKind] = Registry.of("backend", {
+    "openai": BackendKind(_openai_backend, remote=True),
+    "transformers": BackendKind(_transformers_backend, remote=False),
+})

@@ -25,6 +25,7 @@ from expmrc.data.datasets import (
     passage_of,
 )
 from expmrc.errors import ExpmrcError
+from expmrc.registry import Registry
 
 VARIABLES = ("passage", "question", "options", "task", "language")
 
@@ -48,15 +49,12 @@ class PromptTemplate:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-TEMPLATES: dict[str, PromptTemplate] = {}
+TEMPLATES: Registry[PromptTemplate] = Registry("prompt template")
 
 
 def register(template: PromptTemplate) -> PromptTemplate:
     """Add a template to the registry (names are unique)."""
-    if template.name in TEMPLATES:
-        raise ValueError(f"prompt template {template.name!r} is registered twice")
-    TEMPLATES[template.name] = template
-    return template
+    return TEMPLATES.add(template.name, template)
 
 
 register(PromptTemplate(
@@ -148,9 +146,7 @@ def choose_template(name: str | None, task: str, language: str) -> PromptTemplat
     """The template named (it must fit the task), else the default for the task and language."""
     if name is None:
         return default_template(task, language)
-    if name not in TEMPLATES:
-        raise ExpmrcError(f"unknown prompt template {name!r}; choose from {', '.join(TEMPLATES)}")
-    template = TEMPLATES[name]
+    template = TEMPLATES.lookup(name)
     if template.task != task:
         raise ExpmrcError(f"prompt template {name} is for {template.task} questions, this subset is {task}")
     return template

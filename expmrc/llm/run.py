@@ -1,26 +1,28 @@
 """One `expmrc llm` run: prompts for every question, replies (cache, backend or a Batch file), parsing,
 self-consistency voting (--samples), grounding, scoring, and the run folder (predictions.json,
 grounded.json, responses.jsonl, run_info.json, scores.json, and dataset.json with --limit), written in one
-rename so a kill never leaves half of it."""
+rename so a kill never leaves half of it (the file names of expmrc/data/runs.py). run_info.json is the run
+record training runs write too (`RunRecord`, kind `llm`)."""
 
 from __future__ import annotations
 
 import json
 import os
-import platform
 import re
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from expmrc import __version__
 from expmrc.data.datasets import ChoiceQuestion, Dataset, dataset_document
 from expmrc.data.io import atomic_directory
+from expmrc.data.runs import (LLM_DATASET, LLM_FILES, LLM_GROUNDED, LLM_PREDICTIONS, LLM_RESPONSES, LLM_SCORES,
+                              RUN_INFO, Environment, RunRecord)
 from expmrc.errors import ExpmrcError
+from expmrc.llm.backends import BACKENDS, public_url
 from expmrc.llm.chat import Sampling, SystemPrompt, build_requests, read_system_prompt
 from expmrc.llm.completion import Reply
+from expmrc.llm.config import LLMConfig
 from expmrc.llm.fetch import Fetched
 from expmrc.llm.parsing import STATUSES, Parsed, parse_reply, strip_reasoning
 from expmrc.llm.prompts import PromptTemplate
@@ -28,7 +30,6 @@ from expmrc.llm.samples import Choice, agreement_summary, choose, request_ids, s
 from expmrc.llm.shots import Shot
 
 MAX_PARSED_CHARS = 200_000  # a reply longer than this (reasoning blocks aside) is refused, not parsed
-RUN_FILES = ("predictions.json", "grounded.json", "responses.jsonl", "run_info.json", "scores.json", "dataset.json")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _NAMED = 5  # question ids named in a summary line
 
@@ -59,7 +60,7 @@ class Prepared:
         return {q.qid: request_ids(q.qid, self.sampling.samples) for q in self.dataset.questions}
 
 
-def check_flags(args: Any) -> None:
+def check_flags(args: LLMConfig) -> None:
     """Refuse flag combinations that cannot mean what the user wants, before anything is read."""
     if args.import_batch and args.export_batch:
         raise ExpmrcError("--import-batch and --export-batch together: export the requests first, then import the "
@@ -72,7 +73,7 @@ def check_flags(args: Any) -> None:
                           "(e.g. `expmrc pseudo` output on the training set)")
 
 
-def prepare(args: Any) -> Prepared:
+def prepare(args: LLMConfig) -> Prepared:
     """Check the flags and inputs and build every request; all bad input is refused here, before any cost."""
     from expmrc.data.datasets import load_dataset
     from expmrc.llm.prompts import choose_template, template_from_file
@@ -85,16 +86,16 @@ def prepare(args: Any) -> Prepared:
     template = choose_template(args.template, dataset.kind, dataset.language)
     if args.prompt:
         template = template_from_file(args.prompt, template)
-    shots, dev_shots = draw_shots(args.shots_file, args.shots, args.seed, dataset, args.allow_dev_shots) \
+    shots, dev_shots = draw_shots(args.shots_file or "", args.shots, args.seed, dataset, args.allow_dev_shots) \
         if args.shots else ([], False)
     sampling = Sampling(args.temperature, args.top_p, args.max_tokens, args.seed, args.samples)
-    structured = args.structured == "auto" and args.backend == "openai"
+    structured = args.structured == "auto" and BACKENDS.lookup(args.backend, "--backend: ").remote
     requests = build_requests(dataset.questions, template, dataset.language, shots, args.model, sampling, structured,
                               system)
     return Prepared(dataset, template, shots, dev_shots, sampling, structured, requests, system)
 
 
-def cache_path(args: Any) -> str | None:
+def cache_path(args: LLMConfig) -> str | None:
     """The response cache this run reads and writes, or None (--no-cache, or replies from a Batch file)."""
     from expmrc.llm.cache import default_cache_path
 
@@ -103,14 +104,14 @@ def cache_path(args: Any) -> str | None:
     return str(args.cache or default_cache_path())
 
 
-def inputs_of(args: Any, dataset: Dataset) -> list[str]:
+def inputs_of(args: LLMConfig, dataset: Dataset) -> list[str]:
     """Every file the run reads: no output may replace or delete one."""
     system_file = args.system_prompt if args.system_prompt and os.path.isfile(args.system_prompt) else None
     return [p for p in (dataset.path, args.prompt, args.shots_file, args.import_batch, system_file, cache_path(args))
             if p]
 
 
-def check_outputs(args: Any, inputs: list[str]) -> None:
+def check_outputs(args: LLMConfig, inputs: list[str]) -> None:
     """Refuse, before any request, an output that could overwrite or delete an input or a user's files."""
     from expmrc.data.io import check_output_path
 
@@ -133,27 +134,20 @@ def check_outputs(args: Any, inputs: list[str]) -> None:
             raise ExpmrcError(f"{args.output}: holds {source}, an input of this run, which --overwrite would delete; "
                               "write the run to another folder")
     names = sorted(p.name for p in target.iterdir())
-    foreign = [n for n in names if n not in RUN_FILES]
-    if foreign or "run_info.json" not in names:
+    foreign = [n for n in names if n not in LLM_FILES]
+    if foreign or RUN_INFO not in names:
         what = f"{foreign[0]!r}" + (f" and {len(foreign) - 1} more" if len(foreign) > 1 else "") if foreign else \
             "no run_info.json"
         raise ExpmrcError(f"{args.output}: holds {what}, so it is no earlier `expmrc llm` run folder; --overwrite "
                           "replaces only such a folder, never files a run did not write")
 
 
-def make_backend(args: Any) -> Any:
-    """The backend the flags name; the API key comes from the environment only."""
-    from expmrc.llm.backends import OpenAIBackend, TransformersBackend
-
-    if args.backend == "transformers":
-        return TransformersBackend(args.model, args.batch_size, args.device, args.seed)
-    if not args.base_url.startswith(("http://", "https://")):
-        raise ExpmrcError(f"--base-url {args.base_url!r}: expected an http:// or https:// URL")
-    return OpenAIBackend(args.base_url, os.environ.get(args.api_key_env, ""), args.retries, args.timeout, args.backoff,
-                         args.api_key_env)
+def make_backend(args: LLMConfig) -> Any:
+    """The backend the flags name (a registered one); the API key comes from the environment only."""
+    return BACKENDS.lookup(args.backend, "--backend: ").make(args)
 
 
-def replies(args: Any, prepared: Prepared) -> tuple[Fetched, Any]:
+def replies(args: LLMConfig, prepared: Prepared) -> tuple[Fetched, Any]:
     """The replies of a run, from a Batch output file or from the cache and the backend; and the backend.
     Ctrl-C or SIGTERM while asking raise fetch.Interrupted, every reply received being cached."""
     from expmrc.llm.cache import ResponseCache
@@ -230,16 +224,6 @@ def cost(replies: dict[str, Reply], only: set[str] | None, price: tuple[float, f
     return round((tokens["prompt"] * price[0] + tokens["completion"] * price[1]) / 1e6, 6)
 
 
-def versions() -> dict[str, str]:
-    """Versions that shape a run's replies and scores."""
-    found = {"expmrc": __version__, "python": platform.python_version()}
-    for name in ("openai", "transformers", "torch"):
-        module = sys.modules.get(name)
-        if module is not None:
-            found[name] = getattr(module, "__version__", "")
-    return found
-
-
 def reply_problems(prepared: Prepared, fetched: Fetched) -> dict[str, dict[str, Any]]:
     """Replies cut by --max-tokens (`truncated`), that were no usable reply (`unusable`) and whose token counts were
     not trusted (`usage_untrusted`): each a count and the first question ids with, where there is one, the reason."""
@@ -303,7 +287,7 @@ def write_run(path: str, overwrite: bool, files: dict[str, Any], records: list[d
     with atomic_directory(path, overwrite=overwrite) as staging:
         for name, obj in files.items():
             Path(staging, name).write_text(json_text(obj, indent=1) + "\n", encoding="utf-8")
-        Path(staging, "responses.jsonl").write_text("".join(json_text(r) + "\n" for r in records), encoding="utf-8")
+        Path(staging, LLM_RESPONSES).write_text("".join(json_text(r) + "\n" for r in records), encoding="utf-8")
 
 
 def ground(dataset: Dataset, submission: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -331,7 +315,7 @@ def vote(prepared: Prepared, parsed: dict[str, Parsed]) -> tuple[dict[str, Choic
     return choose(prepared.asked, parsed, details, prepared.dataset.kind), details
 
 
-def finish(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, started: float) -> list[str]:
+def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Any, started: float) -> list[str]:
     """Parse, vote, ground, score and write the run folder; return the lines to print."""
     dataset = prepared.dataset
     parsed = parse_requests(prepared, fetched.replies)
@@ -342,31 +326,32 @@ def finish(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, starte
     raw_scores, grounded_scores = scores(dataset, submission, "predictions.json"), scores(dataset, grounded, "grounded.json")
     problems = reply_problems(prepared, fetched)
     info = run_info(args, prepared, fetched, backend, parse_counts(final), started, problems, choices)
+    record = RunRecord("llm", info, "finished", Environment.here(getattr(backend, "device", None)),
+                       public_command(args.command))
     summary = {"raw": raw_scores, "grounded": grounded_scores, "grounding": grounding, "parse": info["parse"],
                "dev_shots": prepared.dev_shots, "questions": len(dataset.questions), "limit": args.limit,
                "samples": info["samples"], **problems}
     records = response_records(prepared, fetched, parsed, details, choices, sample_details)
-    files = {"predictions.json": submission, "grounded.json": grounded, "run_info.json": info, "scores.json": summary}
+    files = {LLM_PREDICTIONS: submission, LLM_GROUNDED: grounded, RUN_INFO: record.as_json(), LLM_SCORES: summary}
     if args.limit is not None:
-        files["dataset.json"] = dataset_document(dataset)
-    write_run(args.output, args.overwrite, files, records)
-    return summary_lines(args.output, summary, info)
+        files[LLM_DATASET] = dataset_document(dataset)
+    write_run(args.run_dir, args.overwrite, files, records)
+    return summary_lines(args.run_dir, summary, info)
 
 
-def run_info(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, parsed: dict[str, int], started: float,
+def run_info(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Any, parsed: dict[str, int], started: float,
              problems: dict[str, dict[str, Any]], choices: dict[str, Choice] | None) -> dict[str, Any]:
     """The run's record: everything that shaped its replies, what the server said of itself, and what they cost;
-    no secret."""
-    from expmrc.llm.backends import public_url
-
+    no secret (the record adds the environment and the command line)."""
+    remote = BACKENDS.lookup(args.backend).remote
     replies = fetched.replies
     paid = set(replies) - fetched.cached
     template, system = prepared.template, prepared.system
     system_text = system.text if system.text is not None else template.system
     return {
         "model": args.model, "backend": args.backend,
-        "base_url": public_url(args.base_url) if args.backend == "openai" and not args.import_batch else None,
-        "api_key_env": args.api_key_env if args.backend == "openai" else None,
+        "base_url": public_url(args.base_url) if remote and not args.import_batch else None,
+        "api_key_env": args.api_key_env if remote else None,
         "server": {"model_ids": sorted({r.model for r in replies.values() if r.model}),
                    "system_fingerprints": sorted({r.system_fingerprint for r in replies.values() if r.system_fingerprint})},
         "dataset": prepared.dataset.path, "subset": prepared.dataset.subset, "questions": len(prepared.dataset.questions),
@@ -387,8 +372,21 @@ def run_info(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, pars
         "usage_untrusted": problems["usage_untrusted"]["count"],
         "price_per_million": list(args.price) if args.price else None,
         "cost_usd": cost(replies, None, args.price), "cost_usd_this_run": cost(replies, paid, args.price),
-        "concurrency": args.concurrency, "seconds": round(time.time() - started, 3), "versions": versions(),
+        "concurrency": args.concurrency, "seconds": round(time.time() - started, 3),
     }
+
+
+def public_command(words: tuple[str, ...] | None) -> list[str] | None:
+    """The command line as the record keeps it: a URL given to --base-url without its user info and query."""
+    if words is None:
+        return None
+    kept = list(words)
+    for i, word in enumerate(kept):
+        if word.startswith("--base-url="):
+            kept[i] = "--base-url=" + public_url(word.split("=", 1)[1])
+        elif i and kept[i - 1] == "--base-url":
+            kept[i] = public_url(word)
+    return kept
 
 
 def _sha256(text: str) -> str:

@@ -146,7 +146,6 @@ CMRC2018 = register(Metric(
     name="cmrc2018",
     summary="CMRC 2018's official answer EM, F1 (longest common run) and their average",
     tasks=("span",),
-    default_subsets=("cmrc2018",),
     keys=("CMRC2018_EM", "CMRC2018_F1", "CMRC2018_AVERAGE"),
     question=score_question,
     aggregate=aggregate,

@@ -65,7 +65,6 @@ GROUNDING = register(Metric(
     summary="evidence missing, not verbatim passage text, unverified or altered (a fact changed), and the "
             "untrustworthy share (docs/grounding.md)",
     tasks=("span", "choice"),
-    default_subsets=("squad", "cmrc2018", "race", "c3"),
     keys=KEYS,
     question=evidence_question,
     aggregate=evidence_aggregate,

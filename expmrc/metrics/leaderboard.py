@@ -14,11 +14,13 @@ leaderboard's scorer exactly, including its quirks, which are written down in te
 
 from __future__ import annotations
 
+import hashlib
 import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from expmrc.data.datasets import SpanQuestion
@@ -217,12 +219,32 @@ def score_question(question: Any, prediction: Any) -> dict[str, Any]:
     return values
 
 
+def punkt_hash() -> str:
+    """The first 12 hex digits of a sha256 over NLTK's English Punkt data files (names and bytes)."""
+    import nltk
+
+    try:
+        folder = nltk.data.find(PUNKT_RESOURCE)
+    except LookupError:
+        return "missing"
+    digest = hashlib.sha256()
+    for path in sorted(Path(str(folder.path)).iterdir()):
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def leaderboard_signature() -> str:
+    """How the leaderboard's figures are computed: tokenization, Punkt data, normalization, F1 over references."""
+    return f"tok:zh-char+nltk-word_tokenize|punkt:{punkt_hash()}|norm:articles+punct+lower|f1:max-over-refs"
+
+
 LEADERBOARD = register(Metric(
     name="expmrc",
     summary="the leaderboard's answer F1 (accuracy for multiple choice), evidence F1, overall and answer EM",
     tasks=("span", "choice"),
-    default_subsets=("squad", "cmrc2018", "race", "c3"),
     keys=("ALL_F1", "ANS_F1", "EVI_F1", "ANS_EM"),
     question=score_question,
     aggregate=percent_mean(("overall", "answer", "evidence", "exact"), ("ALL_F1", "ANS_F1", "EVI_F1", "ANS_EM")),
+    signature=leaderboard_signature,
 ))

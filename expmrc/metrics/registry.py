@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Sequence
 
+from expmrc.data import subsets
 from expmrc.errors import ExpmrcError
+from expmrc.registry import Registry
 
 Values = dict[str, Any]
 
@@ -30,7 +32,6 @@ class Metric:
     name: str
     summary: str  # one line, for --help and reports
     tasks: tuple[str, ...]  # the task kinds it applies to: "span", "choice"
-    default_subsets: tuple[str, ...]  # subsets it is computed for unless the user chooses otherwise
     keys: tuple[str, ...]  # the figures `aggregate` returns, in the order reports show them
     question: Callable[[Any, Any], Values]  # (question, prediction) -> values
     aggregate: Callable[[Sequence[Values | None]], Values]  # values in dataset order -> figures
@@ -39,17 +40,15 @@ class Metric:
     # same input -> each figure as per-question (numerators, denominators), figure = 100 × Σ num / Σ den, so
     # expmrc.scoring.stats can resample it; a metric without it gets no intervals or tests
     parts: Callable[[Sequence[Values | None]], dict[str, tuple[list[float], list[float]]]] | None = None
+    signature: Callable[[], str] | None = None  # what its figures depend on beyond its name, for the signature
 
 
-METRICS: dict[str, Metric] = {}
+METRICS: Registry[Metric] = Registry("metric")
 
 
 def register(metric: Metric) -> Metric:
     """Add a metric to the registry (names are unique)."""
-    if metric.name in METRICS:
-        raise ValueError(f"metric {metric.name!r} is registered twice")
-    METRICS[metric.name] = metric
-    return metric
+    return METRICS.add(metric.name, metric)
 
 
 def percent_mean(keys: Sequence[str], out: Sequence[str] | None = None) -> Callable[[Sequence[Values | None]], Values]:
@@ -88,18 +87,17 @@ def available(task: str) -> list[Metric]:
 
 
 def select(names: str | None, dataset: Any) -> list[Metric]:
-    """The extra metrics to compute on `dataset`: the ones named (comma-separated), else its defaults.
-
-    `expmrc` itself is always computed by the scorer and is not returned here.
+    """The extra metrics to compute on `dataset`: the ones named (comma-separated), else its subset's defaults
+    (`expmrc.data.subsets`). `expmrc` itself is always computed by the scorer and is not returned here.
     """
     if names is None:
-        return [m for name, m in METRICS.items() if name != "expmrc" and dataset.subset in m.default_subsets
+        defaults = subsets.subset(dataset.subset).metrics
+        return [m for name, m in METRICS.items() if name != "expmrc" and name in defaults
                 and dataset.kind in m.tasks and _has(dataset, m.needs)]
     chosen = []
     for name in (n.strip() for n in names.split(",") if n.strip()):
-        if name not in METRICS or name == "expmrc":
-            known = ", ".join(n for n in METRICS if n != "expmrc")
-            raise ExpmrcError(f"unknown metric {name!r}; choose from {known}")
+        if name not in METRICS or name == "expmrc":  # the leaderboard's metric is always computed, never chosen
+            raise METRICS.unknown(name, choices=[n for n in METRICS if n != "expmrc"])
         metric = METRICS[name]
         if dataset.kind not in metric.tasks:
             raise ExpmrcError(f"{dataset.path}: metric {name} applies to {' and '.join(metric.tasks)} data, "

@@ -94,7 +94,6 @@ SQUAD = register(Metric(
     name="squad",
     summary="SQuAD v1.1's official answer EM and F1 (bag of words, ASCII punctuation and articles dropped)",
     tasks=("span",),
-    default_subsets=("squad",),
     keys=("SQUAD_EM", "SQUAD_F1"),
     question=score_question,
     aggregate=percent_mean(("em", "f1"), ("SQUAD_EM", "SQUAD_F1")),

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
-import transformers
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoTokenizer, PretrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
@@ -40,15 +39,11 @@ from expmrc.models.configs import build_config
 from expmrc.models.tf_checkpoint import bert_tokenizer_from_vocab, load_tf_bert_state_dict, read_bert_config
 
 if TYPE_CHECKING:
-    from expmrc.models.heads import TaskModel
+    from expmrc.models.heads import LossSettings, TaskModel
 
 logger = logging.getLogger(__name__)
 HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-
-transformers.logging.set_verbosity_error()  # our one-line loading report replaces the library's table
-transformers.utils.logging.disable_progress_bar()
-
 
 @dataclass
 class ModelSource:
@@ -206,8 +201,10 @@ class LoadReport:
         return "; ".join(parts) if parts else "every weight loaded, nothing left over"
 
 
-def load_task_model(model_class: type[TaskModel], source: ModelSource) -> tuple[Any, LoadReport]:
-    """The task model on the source's weights (heads initialised where the checkpoint has none).
+def load_task_model(model_class: type[TaskModel], source: ModelSource,
+                    loss: LossSettings | None = None) -> tuple[Any, LoadReport]:
+    """The task model on the source's weights (heads initialised where the checkpoint has none), built with the
+    loss settings it trains with (`loss`; none for a model that only predicts).
 
     A folder written for the other task, or weights whose shapes do not fit, are refused in one line.
     """
@@ -216,14 +213,15 @@ def load_task_model(model_class: type[TaskModel], source: ModelSource) -> tuple[
         raise ExpmrcError(f"{source.name}: a fine-tuned {recorded.get('task')} model; this script trains and "
                           f"predicts {model_class.task}")
     if source.weights is None:
-        model = model_class(source.config)
+        model = model_class(source.config, loss=loss)
         return model, LoadReport([], [], "random weights (no --init_checkpoint)")
     folder = source.weights if isinstance(source.weights, str) else None
     state = None if folder else source.weights
     try:
         # with output_loading_info, (model, loading info); the stub types only the model
         model, info = cast("tuple[TaskModel, dict[str, Any]]", model_class.from_pretrained(
-            folder, config=source.config, state_dict=state, output_loading_info=True, ignore_mismatched_sizes=True))
+            folder, config=source.config, state_dict=state, output_loading_info=True, ignore_mismatched_sizes=True,
+            loss=loss))
     except (OSError, ValueError, RuntimeError) as exc:
         raise ExpmrcError(f"{source.name}: the weights do not fit a {model_class.task} model of this config "
                           f"({' '.join(str(exc).split())[:200]})") from None

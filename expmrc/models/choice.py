@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig
 
-from expmrc.models.heads import MASKED, TaskModel, coupling_regularizer, gold_probability, masked_cross_entropy
+from expmrc.models.heads import MASKED, LossSettings, TaskModel, coupling_regularizer, gold_probability, masked_cross_entropy
 
 
 class ChoiceModel(TaskModel):
@@ -27,8 +27,8 @@ class ChoiceModel(TaskModel):
     task = "choice"
     uses_pooler = True
 
-    def __init__(self, config: PretrainedConfig) -> None:
-        super().__init__(config)
+    def __init__(self, config: PretrainedConfig, loss: LossSettings | None = None) -> None:
+        super().__init__(config, loss)
         hidden = config.hidden_size
         has_pooler = getattr(getattr(self, self.base_model_prefix), "pooler", None) is not None
         self.pooler = None if has_pooler else nn.Linear(hidden, hidden)  # our own, where the encoder has none

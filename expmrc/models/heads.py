@@ -11,13 +11,16 @@ BERT's pooled output), so its pretrained `pooler.dense.*` is loaded where the ch
 The loss of both tasks goes through `masked_cross_entropy`: the cross-entropy summed over the
 windows that have a label and divided by the number of windows in the batch (the original release's
 mean over all windows), so that a batch split over devices or accumulation steps gives the same loss
-and λ weighs the evidence the same way in both tasks.
+and λ weighs the evidence the same way in both tasks. What the loss adds to the answer loss (λ and the
+coupling regularizer) is a `LossSettings` the model is built with, never changed afterwards.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import sys
+from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
@@ -26,9 +29,37 @@ from torch.nn import functional as F
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
+from expmrc.errors import ExpmrcError
 from expmrc.features.windows import IGNORE
 
 MASKED = -10000.0  # the logit of positions a span may not point at (finite: safe in fp16 and bf16)
+COUPLING_DEFAULTS = (4.96, 2.02, 3.10)  # c1, c2, c3 of the coupling regularizer (docs/coupling.md)
+
+
+@dataclass(frozen=True)
+class LossSettings:
+    """What a task model's loss adds to the answer loss: `loss_lambda` × the evidence loss, and, when `coupling`
+    is on, the coupling regularizer J with its constants c1, c2, c3 (`coupling_regularizer`)."""
+
+    loss_lambda: float = 0.0
+    coupling: bool = False
+    constants: tuple[float, float, float] = COUPLING_DEFAULTS
+
+    def checked(self, prefix: str = "--") -> LossSettings:
+        """These settings, once λ and the constants are finite and not negative (one line naming the flag)."""
+        if not math.isfinite(self.loss_lambda):
+            raise ExpmrcError(f"{prefix}loss_lambda must be a finite number, got {self.loss_lambda}")
+        if self.loss_lambda < 0:
+            raise ExpmrcError(f"{prefix}loss_lambda must not be negative, got {self.loss_lambda}")
+        for number, value in enumerate(self.constants, 1):
+            if not (math.isfinite(value) and value >= 0):
+                raise ExpmrcError(f"{prefix}coupling_c{number} must be a finite number of at least 0, got {value}")
+        return self
+
+    def as_dict(self) -> dict[str, Any]:
+        """As run_info.json and the fine-tuned folder record them."""
+        return {"loss_lambda": float(self.loss_lambda), "coupling_loss": self.coupling,
+                "coupling_c": list(self.constants) if self.coupling else None}
 
 
 def masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
@@ -63,7 +94,7 @@ class TaskModel(PreTrainedModel):
     task = ""  # "span" or "choice": what a saved folder records and a loaded folder must match
     uses_pooler = False  # whether the encoder's own pooler (where its architecture has one) is built
 
-    def __init__(self, config: PretrainedConfig) -> None:
+    def __init__(self, config: PretrainedConfig, loss: LossSettings | None = None) -> None:
         super().__init__(config)
         # the mapping's stub says a tuple of classes; a config type maps to its one encoder class
         encoder_class = cast("type[PreTrainedModel]", MODEL_MAPPING[type(config)])
@@ -73,8 +104,17 @@ class TaskModel(PreTrainedModel):
         setattr(self, self.base_model_prefix, encoder_class(config, **kwargs))
         # whether the encoder builds its masks with the library's masking functions, which take a ready 4D mask
         self.library_masks = hasattr(sys.modules.get(encoder_class.__module__), "create_bidirectional_mask")
-        self.loss_lambda = 0.0
-        self.coupling: tuple[float, float, float] | None = None  # c1, c2, c3 when the regularizer is on
+        self.loss_settings = loss or LossSettings()
+
+    @property
+    def loss_lambda(self) -> float:
+        """The weight of the evidence loss."""
+        return self.loss_settings.loss_lambda
+
+    @property
+    def coupling(self) -> tuple[float, float, float] | None:
+        """c1, c2, c3 of the coupling regularizer when it is on, else None."""
+        return self.loss_settings.constants if self.loss_settings.coupling else None
 
     def _check_and_adjust_attn_implementation(self, attn_implementation: Any, is_init_check: bool = False,
                                               *args: Any, **kwargs: Any) -> Any:

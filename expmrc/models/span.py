@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig
 
-from expmrc.models.heads import TaskModel, coupling_regularizer
+from expmrc.models.heads import LossSettings, TaskModel, coupling_regularizer
 
 
 class SpanModel(TaskModel):
@@ -22,8 +22,8 @@ class SpanModel(TaskModel):
 
     task = "span"
 
-    def __init__(self, config: PretrainedConfig) -> None:
-        super().__init__(config)
+    def __init__(self, config: PretrainedConfig, loss: LossSettings | None = None) -> None:
+        super().__init__(config, loss)
         self.answer_head = nn.Linear(config.hidden_size, 2)
         self.evidence_head = nn.Linear(config.hidden_size, 2)
         self.post_init()

@@ -10,19 +10,22 @@ empty key. Shards hold raw little-endian tensor bytes. Everything is checked; an
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from expmrc.errors import ExpmrcError
 
 try:  # optional C implementation (`pip install google-crc32c`, or the `fast` extra): ~20x the numpy path
-    import google_crc32c
+    # imported by name, so type checking does not depend on whether the optional package is installed
+    google_crc32c: Any = importlib.import_module("google_crc32c")
 except ImportError:  # pragma: no cover - depends on the environment
-    google_crc32c = None  # type: ignore[assignment]  # None stands for the optional module when not installed
+    google_crc32c = None
 
 TABLE_MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48

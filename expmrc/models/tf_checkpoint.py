@@ -30,7 +30,7 @@ IGNORED_NAMES = ("global_step", "beta1_power", "beta2_power")
 
 
 @dataclass
-class LoadReport:
+class TFLoadReport:
     """What happened to each variable: mapped (TF name -> state-dict key), missing, unused, ignored."""
 
     checkpoint: str
@@ -112,14 +112,14 @@ def is_ignored(name: str) -> bool:
     return name.startswith(IGNORED_PREFIXES) or name.endswith(IGNORED_SUFFIXES) or name in IGNORED_NAMES
 
 
-def load_tf_bert_state_dict(ckpt_prefix: str, config) -> tuple[dict, LoadReport]:
+def load_tf_bert_state_dict(ckpt_prefix: str, config) -> tuple[dict, TFLoadReport]:
     """Read a TensorFlow BERT checkpoint into a `BertModel` state dict (float32 tensors) and a report.
 
     A variable whose shape disagrees with `config`, or encoder layers beyond its `num_hidden_layers`
     (which would be dropped), stop the load with one line.
     """
     checkpoint = TFCheckpoint(ckpt_prefix)
-    report = LoadReport(checkpoint=checkpoint.prefix)
+    report = TFLoadReport(checkpoint=checkpoint.prefix)
     mapping = bert_variable_map(config.num_hidden_layers)
     shapes = expected_shapes(config)
     state_dict: dict[str, torch.Tensor] = {}
@@ -217,7 +217,7 @@ def find_release_files(tf_dir: str, bert_config_file: str | None = None, vocab_f
 
 def convert_tf_checkpoint(tf_dir: str, output_dir: str, do_lower_case: bool = True, overwrite: bool = False,
                           allow_missing: bool = False, bert_config_file: str | None = None,
-                          vocab_file: str | None = None, init_checkpoint: str | None = None) -> LoadReport:
+                          vocab_file: str | None = None, init_checkpoint: str | None = None) -> TFLoadReport:
     """Write a Hugging Face folder (config.json, model.safetensors, vocab.txt, tokenizer files) from a release.
 
     The folder is built under a hidden name beside `output_dir` and renamed into place (data/io.py's

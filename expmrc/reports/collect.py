@@ -1,4 +1,5 @@
-"""Many training runs -> one Table-3-style table (markdown and CSV) and one λ figure (PNG).
+"""Many runs -> one Table-3-style table (markdown and CSV) and one λ figure (PNG) of the training runs, and a
+table of the `expmrc llm` runs (expmrc/reports/llm_runs.py); each run's record (`RunRecord`) says which it is.
 
 Reading (expmrc/reports/collect_runs.py) finds and scores the run directories; aggregating
 (collect_stats.py) groups them into settings over seeds (mean, sample standard deviation, maximum: the
@@ -15,6 +16,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from expmrc.data.io import write_text_atomic
+from expmrc.data.runs import RunRecord
 from expmrc.errors import ExpmrcError
 from expmrc.reports.collect_render import (
     groups_csv,
@@ -27,11 +29,14 @@ from expmrc.reports.collect_runs import (
     FORMATS,
     OUTPUT_FILES,
     DatasetCache,
-    Run,
+    ScoredRun,
     find_run_dirs,
+    read_record,
     read_run,
 )
 from expmrc.reports.collect_stats import Group, compare_settings, group_runs
+from expmrc.reports.llm_runs import TABLE as LLM_TABLE
+from expmrc.reports.llm_runs import llm_table
 
 __all__ = ["FORMATS", "CollectResult", "collect"]
 
@@ -40,23 +45,33 @@ __all__ = ["FORMATS", "CollectResult", "collect"]
 class CollectResult:
     """What `collect` read and wrote."""
 
-    runs: list[Run]
+    runs: list[ScoredRun]
     groups: list[Group]
     markdown: str
     written: list[str]
+    llm_section: str = ""  # the table of `expmrc llm` runs ("" when there are none)
 
 
 def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
             formats: tuple[str, ...] = FORMATS, progress: bool = True, html: bool = False,
             farm: bool = False) -> CollectResult:
-    """Score every run under `paths` and write the requested tables and figure into `output_dir`.
+    """Score every run under `paths` and write the requested tables and figure into `output_dir`, and the table of
+    LLM runs (llm_runs.md) when there are any; nothing is written when something cannot be.
 
     `html` adds index.html (tables, the λ figure as SVG, every run) and a report page per scored run;
     `farm` adds FARM(4) columns from each run's faithfulness.json.
     """
+    records = {d: read_record(d) for d in find_run_dirs(paths, ignore=output_dir)}
+    llm = {d: r for d, r in records.items() if isinstance(r, RunRecord) and r.kind == "llm"}
+    section = llm_table(llm)
+    trained = [d for d in records if d not in llm]
+    out = Path(output_dir)
+    if not trained:
+        write_text_atomic(str(out / LLM_TABLE), section)
+        return CollectResult([], [], "", [str(out / LLM_TABLE)], section)
     datasets = DatasetCache(data)
-    run_dirs = find_run_dirs(paths, ignore=output_dir)
-    runs = [read_run(d, datasets, farm) for d in tqdm(run_dirs, desc="scoring runs", unit="run", disable=not progress)]
+    runs = [read_run(d, datasets, farm, records[d])
+            for d in tqdm(trained, desc="scoring runs", unit="run", disable=not progress)]
     groups = group_runs(runs)
     if not groups:
         reasons = "; ".join(f"{r.run_dir}: {r.note}" for r in runs[:3])
@@ -64,7 +79,6 @@ def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
     compare_settings(groups)
     markdown = markdown_report(groups, runs)
     written = []
-    out = Path(output_dir)
     if "md" in formats:
         write_text_atomic(str(out / OUTPUT_FILES["md"]), markdown)
         written.append(str(out / OUTPUT_FILES["md"]))
@@ -77,4 +91,7 @@ def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
         written.append(str(out / OUTPUT_FILES["png"]))
     if html:
         written += write_html(groups, runs, datasets, output_dir, progress)
-    return CollectResult(runs, groups, markdown, written)
+    if section:
+        write_text_atomic(str(out / LLM_TABLE), section)
+        written.append(str(out / LLM_TABLE))
+    return CollectResult(runs, groups, markdown, written, section)

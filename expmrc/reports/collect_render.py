@@ -12,17 +12,17 @@ from typing import Any
 
 from tqdm import tqdm
 
-from expmrc.data.datasets import SUBSETS
+from expmrc.data import subsets as subset_table
 from expmrc.data.io import atomic_file
 from expmrc.metrics.registry import select
 from expmrc.reports.collect_runs import (
     FARM,
-    METRICS,
+    FIGURES,
     OUTPUT_FILES,
     PREDICTIONS,
     SCORES,
     DatasetCache,
-    Run,
+    ScoredRun,
 )
 from expmrc.reports.collect_stats import Group, shown_metrics
 from expmrc.reports.html import load_submissions, render_report
@@ -32,7 +32,6 @@ from expmrc.scoring.stats import ALPHA
 METRIC_LABELS = {"answer": "Ans.", "evidence": "Evi.", "overall": "All", "loca": "LOCA", FARM: "FARM(4)"}
 METRIC_NAMES = {"answer": "Answer", "evidence": "Evidence", "overall": "Overall", "loca": "LOCA", FARM: "FARM(4)"}
 DIGITS = {FARM: 3}  # decimals in the tables: scores ×100 get 1, FARM (a ratio) 3
-SUBSET_NAMES = {"squad": "SQuAD", "cmrc2018": "CMRC 2018", "race": "RACE+", "c3": "C3"}
 REPORTS_DIR = "reports"  # with --html: one report page per scored run
 INTERVAL_TITLE = ("95% interval over questions (bootstrap of the seeds' mean per question); ★ the best setting "
                   f"of its subset, ≈ not significantly different from it (paired bootstrap, p ≥ {ALPHA:g})")
@@ -67,11 +66,11 @@ def _lam(value: float) -> str:
 def setting_tables(groups: list[Group]) -> tuple[list[str], list[tuple[str, list[list[str]]]]]:
     """The two tables over settings, as cells: maximum over seeds (Table 3 style) and mean ± std (the λ figure)."""
     names = short_model_names(groups)
-    subsets = [s for s in SUBSETS if any(g.subset == s for g in groups)]
+    subsets = [s for s in subset_table.names() if any(g.subset == s for g in groups)]
     rows = sorted({(g.model, g.loss_lambda, g.dev_label) for g in groups}, key=lambda r: (names[r[0]], r[1], r[2]))
     by_key = {(g.subset, g.model, g.loss_lambda, g.dev_label): g for g in groups}
     metrics = shown_metrics(groups)
-    header = ["Model", "λ"] + [f"{SUBSET_NAMES[s]} {METRIC_LABELS[m]}" for s in subsets for m in metrics] + ["n"]
+    header = ["Model", "λ"] + [f"{subset_table.subset(s).display} {METRIC_LABELS[m]}" for s in subsets for m in metrics] + ["n"]
     tables = []
     for title, cell in (
         ("Maximum over seeds (as in the paper's Table 3)", lambda g, m: _cell(g.max(m), m)),
@@ -102,12 +101,12 @@ def interval_cell(group: Group, metric: str) -> str:
     return f"{_cell(group.mean(metric), metric)} [{span[0]:.1f}, {span[1]:.1f}]" + (f" {marker}" if marker else "")
 
 
-def setting_stats(group: Group, metrics: tuple[str, ...] = METRICS) -> list[str]:
+def setting_stats(group: Group, metrics: tuple[str, ...] = FIGURES) -> list[str]:
     """Mean / std / max of each metric for one setting, three decimals."""
     return [f"{_fmt(group.mean(m), 3)} / {_fmt(group.std(m), 3)} / {_fmt(group.max(m), 3)}" for m in metrics]
 
 
-def markdown_report(groups: list[Group], runs: list[Run]) -> str:
+def markdown_report(groups: list[Group], runs: list[ScoredRun]) -> str:
     """The tables: maximum over seeds (Table 3 style), mean ± std, every setting, runs left out."""
     names = short_model_names(groups)
     scored = sum(len(g.runs) for g in groups)
@@ -131,7 +130,7 @@ def markdown_report(groups: list[Group], runs: list[Run]) -> str:
     lines += ["## Settings", "", "| Subset | Model | λ | Seeds | " + " | ".join(stats) + " | Dev file (sha256) |",
               "|---|---|---|---|" + "---|" * len(stats) + "---|"]
     for g in groups:
-        lines.append(f"| {SUBSET_NAMES[g.subset]} | {names[g.model]} | {_lam(g.loss_lambda)} | "
+        lines.append(f"| {subset_table.subset(g.subset).display} | {names[g.model]} | {_lam(g.loss_lambda)} | "
                      f"{', '.join(map(str, g.seeds))} | " + " | ".join(setting_stats(g, metrics)) +
                      f" | {Path(g.dev_file).name} ({g.dev_sha256[:12]}) |")
     left_out = [r for r in runs if r.status != "finished"]
@@ -172,22 +171,25 @@ def _number(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
-def run_scores(run: Run, metrics: tuple[str, ...]) -> list[str]:
+def run_scores(run: ScoredRun, metrics: tuple[str, ...]) -> list[str]:
     """A run's values of `metrics`, three decimals ("" where it has none)."""
     return [_number((run.scores or {}).get(m)) for m in metrics]
 
 
-def runs_csv(runs: list[Run]) -> str:
-    """One row per run directory, scored or not, with the reason when it was left out."""
-    metrics = METRICS + ((FARM,) if any(FARM in (r.scores or {}) for r in runs) else ())
+def runs_csv(runs: list[ScoredRun]) -> str:
+    """One row per run directory, scored or not, with the reason when it was left out and where it ran (expmrc's
+    version, the git commit and the device its record names)."""
+    metrics = FIGURES + ((FARM,) if any(FARM in (r.scores or {}) for r in runs) else ())
     rows: list[list] = [["run_dir", "status", "subset", "task", "model", "loss_lambda", "rand_seed", *metrics,
-                         "unanswered", "total", "dev_file", "dev_sha256", "note"]]
+                         "unanswered", "total", "dev_file", "dev_sha256", "note", "expmrc", "git_commit", "device"]]
     for r in runs:
         scores = run_scores(r, metrics)
+        env = r.environment
         rows.append([r.run_dir, r.status, r.subset, r.task, r.model,
                      "" if r.loss_lambda is None else _lam(r.loss_lambda),
                      "" if r.rand_seed is None else r.rand_seed, *scores, r.unanswered, r.total, r.dev_file,
-                     r.dev_sha256, r.note])
+                     r.dev_sha256, r.note, (env.packages.get("expmrc") if env else None) or "",
+                     (env.git_commit if env else None) or "", (env.device if env else None) or ""])
     return _csv(rows)
 
 
@@ -195,7 +197,7 @@ def lambda_figure(groups: list[Group]) -> Any:
     """Answer, evidence and overall (mean over seeds, bars: std) against λ, one panel per subset."""
     plt = pyplot()
     names = short_model_names(groups)
-    subsets = [s for s in SUBSETS if any(g.subset == s for g in groups)]
+    subsets = [s for s in subset_table.names() if any(g.subset == s for g in groups)]
     fig, axes = plt.subplots(1, len(subsets), figsize=(4.6 * len(subsets), 3.8), squeeze=False)
     colours = {"answer": "tab:blue", "evidence": "tab:orange", "overall": "tab:green"}
     styles = ["-", "--", ":", "-."]
@@ -215,7 +217,7 @@ def lambda_figure(groups: list[Group]) -> Any:
         ax.set_xticks(range(len(lambdas)), [_lam(v) for v in lambdas])
         ax.set_xlabel("λ (weight of the evidence loss)")
         ax.set_ylabel("score (mean over seeds)")
-        ax.set_title(SUBSET_NAMES[subset])
+        ax.set_title(subset_table.subset(subset).display)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -247,7 +249,7 @@ def plot_lambda(groups: list[Group], path: str) -> None:
 
 # ---------------------------------------------------------------- the HTML page
 
-def report_names(runs: list[Run]) -> dict[str, str]:
+def report_names(runs: list[ScoredRun]) -> dict[str, str]:
     """A file name for each scored run's report page: its path below the runs' common folder, made safe."""
     dirs = [r.run_dir for r in runs if r.status == "finished"]
     if not dirs:
@@ -265,7 +267,7 @@ def report_names(runs: list[Run]) -> dict[str, str]:
     return names
 
 
-def write_html(groups: list[Group], runs: list[Run], datasets: DatasetCache, output_dir: str,
+def write_html(groups: list[Group], runs: list[ScoredRun], datasets: DatasetCache, output_dir: str,
                progress: bool = True) -> list[str]:
     """index.html (the tables, the λ figure, every run) and a report page per scored run under reports/."""
     out = Path(output_dir)
@@ -282,7 +284,7 @@ def write_html(groups: list[Group], runs: list[Run], datasets: DatasetCache, out
     header, tables = setting_tables(groups)
     names = short_model_names(groups)
     metrics = shown_metrics(groups)
-    settings = [{"subset": SUBSET_NAMES[g.subset], "model": names[g.model], "lambda": _lam(g.loss_lambda),
+    settings = [{"subset": subset_table.subset(g.subset).display, "model": names[g.model], "lambda": _lam(g.loss_lambda),
                  "stats": setting_stats(g, metrics),
                  "runs": [{"seed": r.rand_seed, "link": links.get(r.run_dir)}
                           for r in sorted(g.runs, key=lambda r: (r.rand_seed is None, r.rand_seed))]}

@@ -1,8 +1,8 @@
 """Reading training runs for `expmrc collect`: finding run directories, scoring each run's predictions.
 
 Each run directory is read as the training scripts leave it (the files named in
-expmrc/training/rundir.py: run_info.json, dev_predictions.json), its predictions are scored on its dev
-set with `expmrc.scoring.scorer` (leaderboard rules). A run that is unfinished, failed or unscorable, or
+expmrc/data/runs.py: its run record, `RunRecord`, and dev_predictions.json), its predictions are scored on its
+dev set with `expmrc.scoring.scorer` (leaderboard rules). A run that is unfinished, failed or unscorable, or
 whose λ or seed is not a finite number / whole number, gets the reason as its status and note, never an
 exception. Folders holding only collect's own outputs are not runs.
 """
@@ -18,18 +18,19 @@ from pathlib import Path
 
 import numpy as np
 
-from expmrc.data.datasets import SUBSETS, Dataset, load_dataset, resolve_dataset_path
+from expmrc.data import subsets
+from expmrc.data.datasets import Dataset, load_dataset, resolve_dataset_path
 from expmrc.data.io import read_json
-from expmrc.data.submissions import PREDICTIONS_FILE as PREDICTIONS
+from expmrc.data.runs import FAITHFULNESS_FILE as FAITHFULNESS
+from expmrc.data.runs import PREDICTIONS_FILE as PREDICTIONS
+from expmrc.data.runs import RUN_INFO, Environment, RunRecord
 from expmrc.data.submissions import load_submission
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import select
 from expmrc.scoring.scorer import score
-from expmrc.training.rundir import RUN_INFO, check_schema
 
-FAITHFULNESS = "faithfulness.json"  # `expmrc faithfulness RUN_DIR DEV --output RUN_DIR/faithfulness.json`
 SCORES = ("answer", "evidence", "overall")  # the leaderboard's, plotted in the λ figure
-METRICS = SCORES + ("loca",)  # LOCA: span subsets by offsets, multiple choice its lexical stand-in
+FIGURES = SCORES + ("loca",)  # LOCA: span subsets by offsets, multiple choice its lexical stand-in
 FARM = "farm4"  # FARM(4) from the run's faithfulness.json, with collect(farm=True)
 LOCA_KEYS = {"loca": "LOCA", "lexical-loca": "LEX_LOCA"}
 FORMATS = ("md", "csv", "png")
@@ -37,7 +38,7 @@ OUTPUT_FILES = {"md": "table3.md", "csv": "table3.csv", "runs": "runs.csv", "png
 
 
 @dataclass
-class Run:
+class ScoredRun:
     """One run directory: what it was, whether it counts, and its scores (×100) when it does."""
 
     run_dir: str
@@ -54,6 +55,7 @@ class Run:
     dev_file: str = ""
     dev_sha256: str = ""
     vectors: dict[str, np.ndarray] = field(default_factory=dict)  # per-question SCORES, dataset order (0: unanswered)
+    environment: Environment | None = None  # where it ran, as its record says
 
 
 def find_run_dirs(paths: list[str], ignore: str | None = None) -> list[str]:
@@ -121,44 +123,50 @@ class DatasetCache:
         for candidate in (predict_file, os.path.join(run_dir, predict_file)):
             if os.path.isfile(candidate):
                 return self.load(candidate)
-        if predict_file in SUBSETS:
+        if predict_file in subsets.names():
             return self.load(predict_file)
         raise ExpmrcError(f"{run_dir}: predict_file {predict_file} not found (pass --data DEV_SET)")
 
 
-def read_run(run_dir: str, datasets: DatasetCache, farm: bool = False) -> Run:
-    """Read and score one run directory; problems become the run's status and note, never an exception.
+def read_record(run_dir: str) -> RunRecord | str | None:
+    """A run directory's record, the one line saying why it cannot be read, or None when it has none."""
+    try:
+        return RunRecord.read(run_dir)
+    except ExpmrcError as exc:
+        return str(exc)
+
+
+def read_run(run_dir: str, datasets: DatasetCache, farm: bool = False,
+             record: RunRecord | str | None = None) -> ScoredRun:
+    """Read and score one training run directory (its `record`, read here unless given); problems become the run's
+    status and note, never an exception.
 
     Besides the leaderboard's scores, LOCA (the coupling metric of the task) is computed from the
     predictions; with `farm`, FARM(4) is read from the run's faithfulness.json.
     """
-    run = Run(run_dir=run_dir, status="unfinished")
+    run = ScoredRun(run_dir=run_dir, status="unfinished")
     info_path = os.path.join(run_dir, RUN_INFO)
-    if not os.path.exists(info_path):
+    info = read_record(run_dir) if record is None else record
+    if info is None:
         run.note = "no run_info.json (never started, or written by something else)"
         return run
-    try:
-        info = read_json(info_path, "run record")
-        if not isinstance(info, dict):
-            raise ExpmrcError(f"{info_path}: run record must be a JSON object")
-        check_schema(info, info_path)
-    except ExpmrcError as exc:
-        run.status, run.note = "invalid", str(exc)
+    if isinstance(info, str):
+        run.status, run.note = "invalid", info
         return run
-    run.task = str(info.get("task", ""))
+    run.task, run.environment = str(info.get("task", "")), info.environment
     run.model = resolve_model(info.get("model"), run_dir, info.get("flags"))
-    status = info.get("status")
-    if status == "failed":
+    if info.status == "failed":
         run.status, run.note = "failed", f"failed: {info.get('error', 'no error recorded')}"
         return run
-    if status != "finished":
+    if info.status != "finished":
+        status = info.status or None
         run.note = f"status {status!r} at step {info.get('global_step', '?')} (still running, or killed)"
         return run
-    problem = _settings_problem(info)
+    problem = _settings_problem(info.settings)
     if problem:
         run.status, run.note = "invalid", f"{info_path}: {problem}"
         return run
-    run.loss_lambda, run.rand_seed = float(info["loss_lambda"]), int(info["rand_seed"])
+    run.loss_lambda, run.rand_seed = float(info.get("loss_lambda")), int(info.get("rand_seed"))
     try:
         predictions = load_submission(os.path.join(run_dir, PREDICTIONS))
         dataset = datasets.for_run(run_dir, info.get("predict_file"), set(predictions))

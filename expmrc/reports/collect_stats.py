@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from expmrc.data.datasets import SUBSETS
+from expmrc.data import subsets
 from expmrc.errors import ExpmrcError
-from expmrc.reports.collect_runs import FARM, METRICS, SCORES, Run
+from expmrc.reports.collect_runs import FARM, FIGURES, SCORES, ScoredRun
 from expmrc.scoring import stats
 
 
@@ -31,7 +31,7 @@ class Group:
     model: str
     loss_lambda: float
     dev_sha256: str
-    runs: list[Run] = field(default_factory=list)
+    runs: list[ScoredRun] = field(default_factory=list)
     dev_label: str = ""  # set when a subset's runs were scored on more than one dev file
     intervals: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # SCORES, over questions
     p_best: dict[str, float | None] = field(default_factory=dict)  # paired test against the best; None: is the best
@@ -77,10 +77,10 @@ class Group:
 def shown_metrics(groups: list[Group]) -> tuple[str, ...]:
     """The metrics the tables show: the leaderboard's and LOCA, then FARM(4) when it was asked for."""
     farm = any(r.scores is not None and FARM in r.scores for g in groups for r in g.runs)
-    return METRICS + ((FARM,) if farm else ())
+    return FIGURES + ((FARM,) if farm else ())
 
 
-def group_runs(runs: list[Run]) -> list[Group]:
+def group_runs(runs: list[ScoredRun]) -> list[Group]:
     """Finished runs grouped by setting, ordered by subset (paper order), model and λ; a seed that repeats
     within a group is refused in one line naming both runs."""
     groups: dict[tuple, Group] = {}
@@ -97,14 +97,14 @@ def group_runs(runs: list[Run]) -> list[Group]:
                               "once, so collect one of them")
         group.runs.append(run)
     label_dev_files(list(groups.values()))
-    return sorted(groups.values(), key=lambda g: (SUBSETS.index(g.subset), g.model, g.task, g.loss_lambda,
+    return sorted(groups.values(), key=lambda g: (subsets.names().index(g.subset), g.model, g.task, g.loss_lambda,
                                                   g.dev_label))
 
 
 def label_dev_files(groups: list[Group]) -> None:
     """Name the dev file of each group of a subset whose runs used several: the file most runs used keeps
     no label, the others are labelled `name sha256[:8]` so their rows stand apart."""
-    for subset in SUBSETS:
+    for subset in subsets.names():
         mine = [g for g in groups if g.subset == subset]
         counts: dict[str, int] = {}
         for g in mine:

@@ -13,12 +13,12 @@ import sys
 
 from tqdm import tqdm
 
-from expmrc.data.datasets import SUBSETS, Dataset, Question, load_dataset
+from expmrc.data import subsets
+from expmrc.data.datasets import Dataset, Question, load_dataset
 from expmrc.errors import ExpmrcError
 from expmrc.evidence.extract import BEST, METHODS, build_method, extract, split_halves
 from expmrc.scoring.scorer import score
 
-NAMES = {"squad": "SQuAD", "cmrc2018": "CMRC 2018", "race": "RACE+", "c3": "C3"}
 # The ExpMRC paper, Table 4: evidence F1 on the dev sets with ground-truth answers.
 PAPER_TABLE4 = {
     "gold-answer-sentence": ("Ground Truth Answer Sent.", {"squad": 88.2, "cmrc2018": 82.1, "race": 49.9, "c3": 66.8}),
@@ -50,7 +50,7 @@ def table4(datasets: dict[str, Dataset], progress: bool = True) -> str:
             ours = evidence_f1(dataset, method)
             bar.update()
             cells.append(f"{paper[subset]:.1f} | {ours:.2f} | {ours - paper[subset]:+.2f}")
-        lines.append(f"| {NAMES[subset]} | " + " | ".join(cells) + " |")
+        lines.append(f"| {subsets.subset(subset).display} | " + " | ".join(cells) + " |")
     methods = ", ".join(f"`{m}`" for m in PAPER_TABLE4)
     bar.close()
     lines.append(f"\nEvidence F1 with the gold answers, full dev sets; ours: {methods}.")
@@ -60,14 +60,14 @@ def table4(datasets: dict[str, Dataset], progress: bool = True) -> str:
 def heldout(datasets: dict[str, Dataset], progress: bool = True) -> str:
     """Markdown: every method's evidence F1 on the first half (where settings were chosen) and the
     second half (held out) of each dev set (a progress bar on stderr: this takes minutes)."""
-    lines = ["| method | " + " | ".join(f"{NAMES[s]} 1st half | 2nd half" for s in datasets) + " |",
+    lines = ["| method | " + " | ".join(f"{subsets.subset(s).display} 1st half | 2nd half" for s in datasets) + " |",
              "| --- |" + " --- | --- |" * len(datasets)]
     bar = tqdm(total=len(METHODS) * len(datasets), desc="heldout", unit="run", disable=not progress)
     for method in METHODS:
         cells = []
         for dataset in datasets.values():
             bar.set_postfix_str(f"{dataset.subset} {method}")
-            if method == "answer-sentence" and dataset.kind != "span":
+            if dataset.kind not in METHODS[method].tasks:
                 cells.append("— | —")
             else:
                 first, second = split_halves(dataset)
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m expmrc.reports.evidence_tables", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("report", choices=("table4", "heldout"))
-    parser.add_argument("--subsets", nargs="+", choices=SUBSETS, default=list(SUBSETS))
+    parser.add_argument("--subsets", nargs="+", choices=subsets.names(), default=list(subsets.names()))
     args = parser.parse_args(argv)
     try:
         datasets = {s: load_dataset(s) for s in args.subsets}

@@ -26,8 +26,8 @@ from expmrc import __version__
 from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion, load_dataset, passage_of
 from expmrc.data.submissions import Prediction, load_submission, parse_prediction
 from expmrc.errors import ExpmrcError
-from expmrc.llm.report import attach_llm_replies
 from expmrc.metrics.registry import Metric, select
+from expmrc.reports.llm_replies import attach_llm_replies
 from expmrc.reports.pages import asset, json_value, pyplot, render, svg
 from expmrc.scoring.scorer import QuestionScore, Report, no_match_problem, score, signature
 from expmrc.scoring.stats import ALPHA, Resampling, compare
@@ -375,7 +375,8 @@ def render_report(dataset: Dataset, submissions: list[Submission], answer_thresh
     return render(
         "report.html.j2",
         title=title or f"ExpMRC report: {dataset.subset}, " + " vs ".join(sub.name for sub in submissions),
-        version=__version__, dataset=dataset, language=dataset.language, signature=signature(),
+        version=__version__, dataset=dataset, language=dataset.language,
+        signature=signature([sub.report for sub in submissions]),
         submissions=[{"letter": letter, "name": sub.name, "path": sub.report.prediction_path}
                      for letter, sub in zip(LETTERS, submissions)],
         columns=columns, summary=summary,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Sequence
 
+from expmrc.data import subsets
 from expmrc.data.datasets import Dataset, SpanQuestion
 from expmrc.metrics.cmrc2018 import cmrc2018_exact_match, cmrc2018_f1
 from expmrc.metrics.leaderboard import f1
@@ -69,7 +70,7 @@ def human_performance(dataset: Dataset) -> HumanPerformance:
             answer = rotation_f1(list(question.answers))
             if answer is not None:
                 answers.append(answer)
-                if dataset.subset == "cmrc2018":
+                if "cmrc2018" in subsets.subset(dataset.subset).metrics:
                     em = rotation_score(question.answers, cmrc2018_exact_match)
                     f1_rotated = rotation_score(question.answers, cmrc2018_f1)
                     if em is not None and f1_rotated is not None:  # as `answer`: two references or more

@@ -14,18 +14,18 @@ never finds it); every average divides by the number of questions in the dataset
 from __future__ import annotations
 
 import collections
-import hashlib
 import re
 import sys
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
+from collections.abc import Sequence
 
 from expmrc import __version__
+from expmrc.data import subsets
 from expmrc.data.datasets import Dataset
 from expmrc.data.submissions import load_submission, parse_prediction
 from expmrc.errors import ExpmrcError
-from expmrc.metrics.leaderboard import LEADERBOARD, PUNKT_RESOURCE
+from expmrc.metrics.leaderboard import LEADERBOARD
 from expmrc.metrics.registry import BadPrediction, Metric
 
 @dataclass
@@ -228,22 +228,6 @@ def coverage_warnings(report: Report) -> list[str]:
     return lines
 
 
-# How each subset's question ids look (dev and train), to name the subset a mismatched submission is for.
-ID_FORMS = {
-    "squad": re.compile(r"[0-9a-f]{24}"),
-    "cmrc2018": re.compile(r"(?:DEV|TRAIN|TRIAL|TEST)_\d+_QUERY_\d+"),
-    "race": re.compile(r"[0-9a-f]{8}-\d+"),
-    "c3": re.compile(r"[a-z]\d+-\d+-\d+"),
-}
-
-
-def id_subset(ids: list[str]) -> str | None:
-    """The subset most of `ids` look like (see ID_FORMS), or None."""
-    counts = collections.Counter(name for qid in ids[:1000] for name, form in ID_FORMS.items()
-                                 if isinstance(qid, str) and form.fullmatch(qid))
-    return counts.most_common(1)[0][0] if counts else None
-
-
 def no_match_problem(report: Report) -> str | None:
     """A line for a submission none of whose ids is a question of the dataset (the wrong file or subset), else
     None: the leaderboard would score it 0 behind one `Unanswered` line per question."""
@@ -251,7 +235,7 @@ def no_match_problem(report: Report) -> str | None:
         return None
     if not report.unknown_ids:
         return f"{report.prediction_path}: holds no predictions for the {report.total} questions of {report.dataset_path}"
-    other = id_subset(report.unknown_ids)
+    other = subsets.from_ids(report.unknown_ids)
     like = f"its ids look like {other} ids (first: {report.unknown_ids[0]})" if other else \
         f"first id: {report.unknown_ids[0]}"
     return (f"{report.prediction_path}: none of its {len(report.unknown_ids)} prediction ids is a question of "
@@ -304,32 +288,23 @@ def question_type(question: str, language: str) -> str:
     return "who" if word in ("whom", "whose") else word
 
 
-def signature(*extra: str) -> str:
-    """A sacrebleu-style string naming exactly what computed a number, to quote beside it; `extra` parts
-    (e.g. the resampling behind intervals) are appended."""
+def described(metric: Metric) -> str:
+    """A metric's part of the signature: what its figures depend on (its `signature`), else its name."""
+    return metric.signature() if metric.signature is not None else metric.name
+
+
+def signature(reports: Sequence[Report] = (), *extra: str) -> str:
+    """A sacrebleu-style string naming exactly what computed a number, to quote beside it, built from the metrics
+    in use: the leaderboard metric's own parts, the extra metrics the `reports` computed, answers-only scoring
+    when a report's dataset has no gold evidence; `extra` parts (e.g. the resampling behind intervals) last."""
     import nltk
 
+    extras = list(dict.fromkeys(described(m) for r in reports for m in r.metrics))
     return "|".join([
         f"expmrc:{__version__}",
         f"nltk:{nltk.__version__}",
-        "tok:zh-char+nltk-word_tokenize",
-        f"punkt:{punkt_hash()}",
-        "norm:articles+punct+lower",
-        "f1:max-over-refs",
+        described(LEADERBOARD),
+        *(["metrics:" + "+".join(extras)] if extras else []),
+        *(["mode:answers-only"] if any(not r.has_evidence for r in reports) else []),
         *extra,
     ])
-
-
-def punkt_hash() -> str:
-    """The first 12 hex digits of a sha256 over NLTK's English Punkt data files (names and bytes)."""
-    import nltk
-
-    try:
-        folder = nltk.data.find(PUNKT_RESOURCE)
-    except LookupError:
-        return "missing"
-    digest = hashlib.sha256()
-    for path in sorted(Path(str(folder.path)).iterdir()):
-        if path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from collections.abc import Callable, Sequence
 
+from expmrc.registry import Registry
+
 Span = tuple[int, int]
 
 # punctuation NFKC leaves alone, folded to its ASCII counterpart (full-width ASCII forms NFKC folds itself), and
@@ -74,17 +76,12 @@ class Found:
 
 
 Policy = Callable[[str, str, Hint], list[tuple[Span, float]]]
-POLICIES: dict[str, Policy] = {}
+POLICIES: Registry[Policy] = Registry("text-location policy")
 
 
 def policy(name: str) -> Callable[[Policy], Policy]:
     """Register a policy under `name` (names are unique)."""
-    def add(function: Policy) -> Policy:
-        if name in POLICIES:
-            raise ValueError(f"text-location policy {name!r} is registered twice")
-        POLICIES[name] = function
-        return function
-    return add
+    return POLICIES.register(name)
 
 
 def occurrences(passage: str, text: str) -> list[Span]:

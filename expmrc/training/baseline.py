@@ -1,6 +1,6 @@
 """One baseline run end to end, the same for the span-extraction and the multiple-choice script.
 
-Flags in, run directory out (`expmrc.training.rundir`): every input checked before any work, then
+Flags in, run directory out (`expmrc.data.runs`): every input checked before any work, then
 train on --train_file (resuming from the newest checkpoint), save the fine-tuned model to
 OUTPUT_DIR/model, predict on --predict_file, decode, write dev_predictions.json and dev_nbest.json,
 print the scores, and record the run in run_info.json. A --do_predict run without --do_train uses the
@@ -16,27 +16,30 @@ import hashlib
 import json
 import logging
 import shutil
-import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
-from expmrc.data.datasets import Dataset
+from expmrc.data.datasets import Dataset, load_dataset
+from expmrc.data.io import json_kind
 from expmrc.data.io import atomic_directory, check_output_path
-from expmrc.data.submissions import PREDICTIONS_FILE, write_predictions
+from expmrc.data.runs import (ANSWERER_DIR, ANSWERER_RUN_DIR, CHECKPOINT_DIR, MODEL_DIR, PREDICT_ONLY_DIR,
+                              PREDICTIONS_FILE, RUN_INFO, SCHEMA, Environment, NewerRecord, RunRecord, check_schema,
+                              recorded_run)
+from expmrc.data.submissions import write_predictions
 from expmrc.errors import ExpmrcError
 from expmrc.features.cache import cache_key, cached_features, shared_cache_path
 from expmrc.features.windows import FeatureReport, FeatureTable, WindowDataset, uses_token_types
+from expmrc.inference.predictor import predict
+from expmrc.logs import setup_logging
 from expmrc.models.backbones import ModelSource, load_task_model, resolve_source
 from expmrc.scoring.scorer import score
-from expmrc.training.flags import check_flags, compile_buckets, flag_values, ignored_flags
-from expmrc.training.loop import (TrainConfig, checkpoint_steps, make_accelerator, precision_record, predict,
-                                  train)
-from expmrc.training.rundir import (ANSWERER_DIR, ANSWERER_RUN_DIR, CHECKPOINT_DIR, MODEL_DIR, PREDICT_ONLY_DIR,
-                                    RUN_INFO, SCHEMA, check_schema, environment, read_run_info, recorded_run)
+from expmrc.tasks import TaskSettings, TaskSpec
+from expmrc.training.config import BaselineConfig, Paths
+from expmrc.training.flags import parse_config
+from expmrc.training.loop import checkpoint_steps, make_accelerator, precision_record, train
 from expmrc.training.select_forget import SelectAndForget, answerer_folder
-from expmrc.training.tasks import TaskSettings, TaskSpec
 
 logger = logging.getLogger("expmrc")
 UNKNOWN_REFUSED = 0.5  # share of unknown tokens from which a run is refused (a vocabulary that does not fit)
@@ -44,11 +47,10 @@ UNKNOWN_REFUSED = 0.5  # share of unknown tokens from which a run is refused (a 
 
 @dataclass(frozen=True)
 class BaselineTask:
-    """A baseline script: the task layer's spec (settings, features, model, decoder), its flags and its data."""
+    """A baseline script: the task layer's spec (settings, features, model, decoder) and its flags."""
 
     spec: TaskSpec
     parser: Callable[[], argparse.ArgumentParser]  # the shared flags with the task's defaults and extra flags
-    load: Callable[[str, str], Dataset]  # (path or subset name, --task_name) -> the dataset, of this task's kind
 
     @property
     def kind(self) -> str:
@@ -61,19 +63,6 @@ class BaselineTask:
         return self.spec.model_class
 
 
-def train_config(args: argparse.Namespace) -> TrainConfig:
-    """The training loop's settings from parsed flags."""
-    return TrainConfig(
-        output_dir=args.output_dir, learning_rate=args.learning_rate, num_train_epochs=args.num_train_epochs,
-        max_steps=args.max_steps, train_batch_size=args.train_batch_size, predict_batch_size=args.predict_batch_size,
-        warmup_proportion=args.warmup_proportion, weight_decay=args.weight_decay,
-        gradient_accumulation_steps=args.gradient_accumulation_steps, mixed_precision=args.mixed_precision,
-        seed=args.rand_seed, save_checkpoints_steps=args.save_checkpoints_steps, logging_steps=args.logging_steps,
-        keep_checkpoints=args.keep_checkpoints, tf32=args.tf32, group_by_length=args.group_by_length,
-        per_device_micro_batch=args.per_device_micro_batch, torch_compile=args.torch_compile,
-        compile_buckets=compile_buckets(args), compile_mode=args.torch_compile_mode)
-
-
 # flags that change neither the training features nor the trained weights
 NOT_TRAINING = {"do_predict", "predict_file", "predict_tfrecord", "predict_batch_size", "n_best_size",
                 "max_answer_length", "max_evidence_length", "output_dir", "keep_checkpoints", "keep_final_checkpoints",
@@ -82,9 +71,9 @@ NOT_TRAINING = {"do_predict", "predict_file", "predict_tfrecord", "predict_batch
                 "torch_compile_mode"}
 
 
-def training_signature(args: argparse.Namespace, features_key: str) -> str:
+def training_signature(config: BaselineConfig, features_key: str) -> str:
     """A hash of what fixes the trained weights: the training features' cache key and every training flag."""
-    flags = {k: v for k, v in flag_values(args).items() if k not in NOT_TRAINING}
+    flags = {k: v for k, v in config.flags.items() if k not in NOT_TRAINING}
     return hashlib.sha256(json.dumps([features_key, flags], sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -100,68 +89,53 @@ def already_trained(trained: Path, signature: str) -> bool:
 COUPLING_KEYS = ("coupling_loss", "coupling_c")
 
 
-def coupling_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The coupling options a run trains with, as run_info.json and the fine-tuned folder record them."""
-    return {"coupling_loss": bool(args.coupling_loss),
-            "coupling_c": [args.coupling_c1, args.coupling_c2, args.coupling_c3] if args.coupling_loss else None,
-            "select_and_forget": bool(args.select_and_forget)}
-
-
-def setup_logging(is_main_process: bool) -> None:
-    """Log lines as plain messages on stderr, from the main process only (others log warnings)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    root = logging.getLogger("expmrc")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO if is_main_process else logging.WARNING)
-    root.propagate = False
-
-
-def check_outputs(args: argparse.Namespace) -> Path:
+def check_outputs(paths: Paths) -> Path:
     """The run directory, created, once every output path was checked (one line naming a bad one)."""
-    output = check_output_path(args.output_dir, "dir")
-    for cache in (args.train_tfrecord, args.predict_tfrecord):
+    output = check_output_path(paths.output_dir, "dir")
+    for cache in (paths.train_tfrecord, paths.predict_tfrecord):
         if cache:
-            check_output_path(cache, "file", [args.train_file or "", args.predict_file or ""])
-    if args.cache_dir:
-        check_output_path(args.cache_dir, "dir")
+            check_output_path(cache, "file", [paths.train_file or "", paths.predict_file or ""])
+    if paths.cache_dir:
+        check_output_path(paths.cache_dir, "dir")
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ExpmrcError(f"{args.output_dir}: cannot create --output_dir ({exc.strerror})") from None
+        raise ExpmrcError(f"{paths.output_dir}: cannot create --output_dir ({exc.strerror})") from None
     return output
 
 
-def model_source(args: argparse.Namespace, trained: Path) -> ModelSource:
+def model_source(config: BaselineConfig, trained: Path) -> ModelSource:
     """Where the model comes from: OUTPUT_DIR/model for a predict-only rerun, else the model flags."""
-    if not args.do_train and (trained / "config.json").is_file():
+    if not config.do_train and (trained / "config.json").is_file():
         return resolve_source(str(trained))
-    return resolve_source(args.model_name_or_path, args.bert_config_file, args.vocab_file, args.init_checkpoint,
-                          args.do_lower_case)
-
-
-def given_flags(argv: list[str] | None) -> set[str]:
-    """The names of the flags a command line gives explicitly (`--name value` or `--name=value`)."""
-    words = sys.argv[1:] if argv is None else argv
-    return {word[2:].split("=", 1)[0] for word in words if word.startswith("--")}
+    p = config.paths
+    return resolve_source(p.model_name_or_path, p.bert_config_file, p.vocab_file, p.init_checkpoint,
+                          config.do_lower_case)
 
 
 @dataclass
-class Run:
+class BaselineRun:
     """One baseline run in progress: its flags, settings, device, model and run record."""
 
     task: BaselineTask
-    args: argparse.Namespace
-    settings: TaskSettings
+    config: BaselineConfig
+    settings: TaskSettings  # the config's, or for a predict-only run those the model was trained with
     output: Path
-    config: TrainConfig
     accelerator: Any
-    info: dict[str, Any]
+    record: RunRecord  # what run_info.json will hold
     tokenizer: Any = None
     token_types: bool = True
     pad_multiple: int = 1
     signature: str = ""
-    previous: dict[str, Any] | None = None  # the run_info.json OUTPUT_DIR held before this run started
+    previous: RunRecord | None = None  # the record OUTPUT_DIR held before this run started (checked)
+    model_record: dict[str, Any] = field(default_factory=dict)  # what the model's config.json records (checked)
+    allow_unknown_tokens: bool = False  # the flag's, or for a predict-only run what the model was trained with
+    predict_batch_size: int = 32  # the same
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The run's own settings and results in its record, which the phases fill in."""
+        return self.record.settings
 
     @property
     def main(self) -> bool:
@@ -179,7 +153,7 @@ class Run:
                                        progress)
 
 
-def features(run: Run, dataset: Dataset, is_training: bool, cache_path: str | None) -> tuple[FeatureTable, FeatureReport, str]:
+def features(run: BaselineRun, dataset: Dataset, is_training: bool, cache_path: str | None) -> tuple[FeatureTable, FeatureReport, str]:
     """The dataset's windows and their cache key, from the feature cache while it is valid (`cache_path`, else
     the shared cache folder); an input error names the file, and mostly unknown tokens are refused."""
     def build() -> tuple[FeatureTable, FeatureReport]:
@@ -188,14 +162,12 @@ def features(run: Run, dataset: Dataset, is_training: bool, cache_path: str | No
         except ExpmrcError as exc:
             raise ExpmrcError(f"{dataset.path}: {exc}") from None
 
-    settings = {"task": run.task.kind, "is_training": is_training, "token_types": run.token_types,
-                **run.settings.feature_dict()}
-    key = cache_key(run.tokenizer, settings, dataset.path)
-    path = cache_path or shared_cache_path(run.args.cache_dir, key, "train" if is_training else "predict")
+    key = features_key(run, dataset, is_training)
+    path = cache_path or shared_cache_path(run.config.paths.cache_dir, key, "train" if is_training else "predict")
     table, report = cached_features(path, key, build, run.accelerator)
     logger.info(f"{dataset.path}: {report.summary()}")
     share = 100 * report.unknown_share
-    if report.unknown_share >= UNKNOWN_REFUSED and not run.args.allow_unknown_tokens:
+    if report.unknown_share >= UNKNOWN_REFUSED and not run.allow_unknown_tokens:
         raise ExpmrcError(f"{dataset.path}: {share:.1f}% of its tokens are the tokenizer's unknown token: the "
                           "vocabulary or casing does not fit this language (pass --allow_unknown_tokens True to run "
                           "anyway)")
@@ -213,11 +185,17 @@ def save_model(model: Any, tokenizer: Any, folder: Path, record: dict[str, Any])
         tokenizer.save_pretrained(str(staging))
 
 
-def predict_only_settings(task: BaselineTask, args: argparse.Namespace, record: dict[str, Any], where: str,
-                          given: set[str]) -> TaskSettings:
+def features_key(run: BaselineRun, dataset: Dataset, is_training: bool) -> str:
+    """The feature cache key of a dataset's windows under this run's tokenizer and settings."""
+    settings = {"task": run.task.kind, "is_training": is_training, "token_types": run.token_types,
+                **run.settings.feature_dict()}
+    return cache_key(run.tokenizer, settings, dataset.path)
+
+
+def predict_only_settings(task: BaselineTask, flags: TaskSettings, record: dict[str, Any], where: str,
+                          given: frozenset[str]) -> TaskSettings:
     """The settings a predict-only run uses: the fine-tuned model's recorded ones, except those the command
     line gives explicitly; the flags' when the model records none (a model that was never fine-tuned here)."""
-    flags = TaskSettings.from_args(args)
     if "settings" not in record:
         return flags
     recorded = task.spec.settings_from_record(record["settings"], where)
@@ -229,31 +207,26 @@ def predict_only_settings(task: BaselineTask, args: argparse.Namespace, record: 
     return TaskSettings(**chosen)
 
 
-def predict_destination(output: Path, args: argparse.Namespace) -> Path:
+def predict_destination(run: BaselineRun) -> Path:
     """Where predictions and the run record go: OUTPUT_DIR, or OUTPUT_DIR/predict-only for a predict-only run
     into a training run's folder, whose record and predictions are kept (it says so)."""
-    if args.do_train:
-        return output
-    previous = read_run_info(str(output))
-    flags = previous.get("flags") if previous else None
-    if not (isinstance(flags, dict) and flags.get("do_train")):
+    output = run.output
+    if run.config.do_train or run.previous is None or not run.previous.get("flags", {}).get("do_train"):
         return output
     logger.info(f"{output} holds a training run: its {RUN_INFO} and predictions are kept; this predict-only run "
                 f"writes to {output / PREDICT_ONLY_DIR}")
     return output / PREDICT_ONLY_DIR
 
 
-def refuse_other_settings(run: Run, trained: Path) -> None:
+def refuse_other_settings(run: BaselineRun, trained: Path) -> None:
     """One line when a training run would replace a finished run's model trained with other settings, unless
     --overwrite_output_dir."""
-    if run.args.overwrite_output_dir or not (trained / "config.json").is_file() or already_trained(trained, run.signature):
+    if run.config.overwrite_output_dir or not (trained / "config.json").is_file() or already_trained(trained, run.signature):
         return
-    previous = run.previous or {}
-    if previous.get("status") != "finished":
+    if run.previous is None or run.previous.status != "finished":
         return
-    recorded = previous.get("flags")
-    before: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
-    now = flag_values(run.args)
+    before: dict[str, Any] = run.previous.get("flags", {})
+    now = run.config.flags
     changed = [f"--{k} {before.get(k)!r} -> {now[k]!r}" for k in sorted(now)
                if k not in NOT_TRAINING and k in before and before[k] != now[k]]
     what = f" ({', '.join(changed[:4])})" if changed else ""
@@ -261,49 +234,107 @@ def refuse_other_settings(run: Run, trained: Path) -> None:
                       "--overwrite_output_dir True to train again and replace its model, or use a new --output_dir")
 
 
-def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[Run, Dataset | None, Dataset | None]:
-    """Parse and check the flags and inputs, make the run directory and the accelerator; nothing loaded yet."""
-    args = task.parser().parse_args(argv)
-    check_flags(args)
-    settings = TaskSettings.from_args(args)
-    train_set = task.load(args.train_file, args.task_name) if args.do_train else None
-    predict_set = task.load(args.predict_file, args.task_name) if args.do_predict else None
-    output = check_outputs(args)
-    if args.select_and_forget and args.do_predict and not args.do_train:
+def previous_record(folder: Path, overwrite: bool, whole: bool = True) -> RunRecord | None:
+    """The record an earlier run left in `folder`, checked before anything is written. One line naming the file when
+    it cannot be read, is of the wrong shape or (`whole`) is not a training run's or lacks its status and flags, which
+    a rerun needs to keep or replace it; with --overwrite_output_dir True it is replaced instead. One written by a
+    newer expmrc is refused even then: nothing is written into its folder."""
+    path = folder / RUN_INFO
+    try:
+        previous = RunRecord.read(folder)
+        if previous is not None and whole:
+            if previous.kind != "baseline":
+                raise ExpmrcError(f"{path}: records an `expmrc {previous.kind}` run, not a training run")
+            if not previous.status or not isinstance(previous.get("flags"), dict):
+                missing, value = ("flags", previous.get("flags")) if previous.status else ("status", None)
+                raise ExpmrcError(f"{path}: its `{missing}` is {json_kind(value)}, not what a training run records")
+        return previous
+    except NewerRecord:
+        raise
+    except ExpmrcError as exc:
+        if not overwrite:
+            raise ExpmrcError(f"{exc}; pass --overwrite_output_dir True to replace the run in {folder}, or use a new "
+                              "--output_dir") from None
+        logger.warning(f"warning: {exc}; replaced, as --overwrite_output_dir True asks")
+        return None
+
+
+def model_record(source: ModelSource) -> dict[str, Any]:
+    """What a fine-tuned folder's config.json records about the run that trained it ({} for a model never fine-tuned
+    here); one line naming the file when the record is not an object or was written by a newer expmrc."""
+    record = getattr(source.config, "expmrc", None)
+    if record is None:
+        return {}
+    where = f"{source.name}/config.json"
+    if not isinstance(record, dict):
+        raise ExpmrcError(f"{where}: the `expmrc` record is {json_kind(record)}, not an object")
+    check_schema(record, where)
+    return record
+
+
+def check_model(run: BaselineRun, source: ModelSource, train_set: Dataset | None) -> None:
+    """Settle what depends on the model's record before anything is written: the record itself, the settings a
+    predict-only run takes from it (those the command line does not give), and whether training would replace a
+    finished run's model trained with other settings."""
+    config, record, given = run.config, model_record(source), run.config.given
+    run.model_record, run.tokenizer = record, source.tokenizer
+    run.token_types = uses_token_types(source.tokenizer, source.config)
+    if not config.do_train:  # a saved model predicts with what it was trained with
+        run.settings = predict_only_settings(run.task, config.task, record, f"{source.name}/config.json", given)
+        if "allow_unknown_tokens" not in given and isinstance(record.get("allow_unknown_tokens"), bool):
+            run.allow_unknown_tokens = record["allow_unknown_tokens"]
+        batch = record.get("predict_batch_size")
+        if "predict_batch_size" not in given and isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
+            run.predict_batch_size = batch
+    if train_set is not None:
+        run.signature = training_signature(config, features_key(run, train_set, True))
+        refuse_other_settings(run, run.output / MODEL_DIR)
+
+
+def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[BaselineRun, Dataset | None, Dataset | None]:
+    """Parse the flags into the run's configuration, check the inputs and the run directory's record, make the run
+    directory and the accelerator; nothing loaded yet."""
+    config = parse_config(task.kind, task.parser(), argv)
+    paths = config.paths
+    train_set = load_dataset(paths.train_file or "", kind=task.kind, fallback=config.task_name) \
+        if config.do_train else None
+    predict_set = load_dataset(paths.predict_file or "", kind=task.kind, fallback=config.task_name) \
+        if config.do_predict else None
+    output = check_outputs(paths)
+    previous = previous_record(output, config.overwrite_output_dir)
+    if config.select_and_forget and config.do_predict and not config.do_train:
         answerer_folder(output)
-    config = train_config(args)
-    accelerator = make_accelerator(config, use_tpu=args.use_tpu)
+    accelerator = make_accelerator(config.training, use_tpu=config.use_tpu)
     setup_logging(accelerator.is_local_main_process)
-    ignored = ignored_flags(args)
-    if ignored:
-        logger.info(f"ignored (original TPU-era flags, not needed here): {' '.join(ignored)}")
-    info: dict[str, Any] = {"task": task.kind, "task_name": args.task_name,
-                            "predict_file": predict_set.path if predict_set else args.predict_file,
-                            "train_file": train_set.path if train_set else args.train_file,
-                            "loss_lambda": float(args.loss_lambda), "rand_seed": int(args.rand_seed),
-                            "status": "running", "global_step": 0, "mixed_precision": accelerator.mixed_precision,
-                            "precision": precision_record(config, accelerator), "flags": flag_values(args),
-                            "schema": SCHEMA, "environment": environment(accelerator.device.type),
-                            **coupling_settings(args)}
-    run = Run(task, args, settings, output, config, accelerator, info, previous=read_run_info(str(output)))
+    if config.ignored:
+        logger.info(f"ignored (original TPU-era flags, not needed here): {' '.join(config.ignored)}")
+    info: dict[str, Any] = {"task": task.kind, "task_name": config.task_name,
+                            "predict_file": predict_set.path if predict_set else paths.predict_file,
+                            "train_file": train_set.path if train_set else paths.train_file,
+                            "rand_seed": int(config.training.seed), "global_step": 0,
+                            "mixed_precision": accelerator.mixed_precision,
+                            "precision": precision_record(config.training, accelerator), "flags": config.flags,
+                            **config.recorded()}
+    record = RunRecord("baseline", info, environment=Environment.here(accelerator.device.type),
+                       command=list(config.command))
+    run = BaselineRun(task, config, config.task, output, accelerator, record, previous=previous,
+                      allow_unknown_tokens=config.allow_unknown_tokens,
+                      predict_batch_size=config.training.predict_batch_size)
     return run, train_set, predict_set
 
 
-def load_model(run: Run, source: ModelSource, given: set[str]) -> Any:
-    """The task model from `source`, with the run's loss settings; a predict-only run takes the settings the
-    model records, and is recorded under them."""
-    model, report = load_task_model(run.task.model_class, source)
+def load_model(run: BaselineRun, source: ModelSource) -> Any:
+    """The task model from `source`, built with the run's loss settings; a predict-only run is recorded under the
+    settings the model records."""
+    config = run.config
+    model, report = load_task_model(run.task.model_class, source, config.loss)
     logger.info(f"model {source.name} ({type(model.base_model).__name__}): {report.summary()}")
-    run.tokenizer = source.tokenizer
-    record = getattr(model.config, "expmrc", None) or {}
-    check_schema(record, f"{source.name}/config.json")
-    args, info = run.args, run.info
-    if not args.do_train:  # predictions of a fine-tuned model are recorded under the settings that trained it
-        run.settings = predict_only_settings(run.task, args, record, f"{source.name}/config.json", given)
+    record, info = run.model_record, run.info
+    if not config.do_train:  # predictions of a fine-tuned model are recorded under the settings that trained it
         for key in ("loss_lambda", "rand_seed", *COUPLING_KEYS):
             info[key] = record.get(key, info[key])
         info["model"] = record.get("base_model", info["model"])
-        if record.get("select_and_forget") and not args.select_and_forget:
+        if record.get("select_and_forget") and not config.select_and_forget:
             logger.warning(f"warning: {source.name} is the selector of a Select & Forget run; predicting with it "
                            "alone (pass --select_and_forget True to answer from its evidence as trained)")
         if not record:
@@ -312,9 +343,6 @@ def load_model(run: Run, source: ModelSource, given: set[str]) -> Any:
     usable = model.usable_length()
     if run.settings.max_seq_length > usable:
         raise ExpmrcError(f"--max_seq_length {run.settings.max_seq_length} exceeds the {usable} positions the model has")
-    model.loss_lambda = args.loss_lambda
-    model.coupling = (args.coupling_c1, args.coupling_c2, args.coupling_c3) if args.coupling_loss else None
-    run.token_types = uses_token_types(run.tokenizer, model.config)
     info["global_step"] = int(record.get("global_step", 0))
     info["settings"] = run.settings.as_dict()
     # tensor-core shapes on GPUs; on CPU padding buys nothing (a compiled run's training pads to its buckets)
@@ -322,29 +350,26 @@ def load_model(run: Run, source: ModelSource, given: set[str]) -> Any:
     return model
 
 
-def saved_record(run: Run, source: ModelSource) -> dict[str, Any]:
+def saved_record(run: BaselineRun, source: ModelSource) -> dict[str, Any]:
     """What the fine-tuned folder's config.json records about the run that trained it."""
-    args = run.args
-    return {"schema": SCHEMA, "task": run.task.kind, "loss_lambda": args.loss_lambda, "rand_seed": args.rand_seed,
-            "base_model": source.name, **coupling_settings(args), "settings": run.settings.as_dict(),
-            "mixed_precision": run.accelerator.mixed_precision, "predict_batch_size": args.predict_batch_size,
-            "training_signature": run.signature}
+    config = run.config
+    return {"schema": SCHEMA, "task": run.task.kind, "rand_seed": config.training.seed, "base_model": source.name,
+            **config.loss.as_dict(), "select_and_forget": config.select_and_forget, "settings": run.settings.as_dict(),
+            "mixed_precision": run.accelerator.mixed_precision, "predict_batch_size": run.predict_batch_size,
+            "allow_unknown_tokens": run.allow_unknown_tokens, "training_signature": run.signature}
 
 
-def train_phase(run: Run, model: Any, train_set: Dataset, source: ModelSource) -> Any:
+def train_phase(run: BaselineRun, model: Any, train_set: Dataset, source: ModelSource) -> Any:
     """Train on the training set (or reuse OUTPUT_DIR/model when it holds this run's result) and save the model."""
-    args, trained = run.args, run.output / MODEL_DIR
-    table, train_report, key = features(run, train_set, True, args.train_tfrecord)
+    config, trained = run.config, run.output / MODEL_DIR
+    table, train_report, _ = features(run, train_set, True, config.paths.train_tfrecord)
     run.info["train_features"] = train_report.as_dict()
-    run.signature = training_signature(args, key)
-    refuse_other_settings(run, trained)
     if already_trained(trained, run.signature):  # the final weights are in model/, not in a checkpoint
         logger.info(f"{trained} already holds the result of this training run; not training again")
-        model, _ = load_task_model(run.task.model_class, resolve_source(str(trained)))
-        model.loss_lambda = args.loss_lambda
+        model, _ = load_task_model(run.task.model_class, resolve_source(str(trained)), config.loss)
         run.info["global_step"] = int(model.config.expmrc.get("global_step", 0))
         return model
-    result = train(model, run.windows(table, True), run.config, run.accelerator)
+    result = train(model, run.windows(table, True), config.training, run.accelerator)
     run.info["global_step"] = result.global_step
     run.info["timing"] = {"train_seconds": round(result.seconds, 3), "steps_run": result.global_step - result.resumed_from,
                           "compile_seconds": round(result.compile_seconds, 3),
@@ -355,21 +380,21 @@ def train_phase(run: Run, model: Any, train_set: Dataset, source: ModelSource) -
     model = run.accelerator.unwrap_model(model, keep_torch_compile=False)
     if run.main:
         save_model(model, run.tokenizer, trained, {**saved_record(run, source), "global_step": result.global_step})
-        if not args.keep_final_checkpoints:  # model/ holds the result; checkpoints only resume
+        if not config.keep_final_checkpoints:  # model/ holds the result; checkpoints only resume
             shutil.rmtree(run.output / CHECKPOINT_DIR, ignore_errors=True)
     run.accelerator.wait_for_everyone()
     return model
 
 
-def select_forget(run: Run) -> SelectAndForget:
+def select_forget(run: BaselineRun) -> SelectAndForget:
     """The Select & Forget phase of this run (expmrc/training/select_forget.py)."""
     s = run.settings
     return SelectAndForget(run.output, run.accelerator, lambda questions, is_training: run.build(questions, is_training)[0],
-                           run.tokenizer.pad_token_id or 0, run.args.predict_batch_size,
+                           run.tokenizer.pad_token_id or 0, run.predict_batch_size,
                            (s.n_best_size, s.max_answer_length, s.max_evidence_length))
 
 
-def answerer_phase(run: Run, forget: SelectAndForget, selector: Any, train_set: Dataset, source: ModelSource) -> Any:
+def answerer_phase(run: BaselineRun, forget: SelectAndForget, selector: Any, train_set: Dataset, source: ModelSource) -> Any:
     """Select the training questions' evidence with the trained selector, then train (or reuse) the answerer."""
     def windows() -> FeatureTable:  # the training set's prediction windows, for the selector
         return features(run, train_set, False, None)[0]
@@ -385,26 +410,26 @@ def answerer_phase(run: Run, forget: SelectAndForget, selector: Any, train_set: 
         info["answerer_global_step"] = int(answerer.config.expmrc.get("global_step", 0))
     else:
         answerer, result = forget.train_answerer(lambda: load_task_model(run.task.model_class, source)[0], questions,
-                                                 run.config)
+                                                 run.config.training)
         info["answerer_global_step"] = result.global_step
         if run.main:
             save_model(answerer, run.tokenizer, answerers,
                        {**saved_record(run, source), "role": "answerer", "loss_lambda": 0.0, "coupling_loss": False,
                         "coupling_c": None, "global_step": result.global_step,
                         "selection": info["select_and_forget_training"]})
-            if not run.args.keep_final_checkpoints:
+            if not run.config.keep_final_checkpoints:
                 shutil.rmtree(run.output / ANSWERER_RUN_DIR / CHECKPOINT_DIR, ignore_errors=True)
     run.accelerator.wait_for_everyone()
     return answerer
 
 
-def predict_phase(run: Run, model: Any, predict_set: Dataset, forget: SelectAndForget | None, answerer: Any,
+def predict_phase(run: BaselineRun, model: Any, predict_set: Dataset, forget: SelectAndForget | None, answerer: Any,
                   destination: Path) -> None:
     """Predict, decode, write the predictions into `destination` and log their scores."""
     s = run.settings
-    table, report, _ = features(run, predict_set, False, run.args.predict_tfrecord)
+    table, report, _ = features(run, predict_set, False, run.config.paths.predict_tfrecord)
     run.info["predict_features"] = report.as_dict()
-    outputs = predict(model, run.windows(table, False), run.args.predict_batch_size, run.accelerator)
+    outputs = predict(model, run.windows(table, False), run.predict_batch_size, run.accelerator)
     predictions, nbest = run.task.spec.decode(predict_set.questions, table, outputs, s.n_best_size,
                                               s.max_answer_length, s.max_evidence_length)
     if forget is not None:
@@ -420,16 +445,18 @@ def predict_phase(run: Run, model: Any, predict_set: Dataset, forget: SelectAndF
 def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
     """Parse the flags and run `task`: train, save, predict, decode, write, score; returns the exit status."""
     run, train_set, predict_set = start_run(task, argv)
-    trained = run.output / MODEL_DIR
-    source = model_source(run.args, trained)
+    source = model_source(run.config, run.output / MODEL_DIR)
     run.info["model"] = source.name
-    destination = predict_destination(run.output, run.args)
-    if run.main:
+    check_model(run, source, train_set)
+    model = load_model(run, source)
+    destination = predict_destination(run)
+    if destination != run.output:
+        previous_record(destination, run.config.overwrite_output_dir, whole=False)
+    if run.main:  # every refusal came before this first write
         destination.mkdir(parents=True, exist_ok=True)
-    with recorded_run(str(destination), run.info, run.main,
-                      lambda: max(checkpoint_steps(run.args.output_dir), default=0)):
-        model = load_model(run, source, given_flags(argv))
-        forget = select_forget(run) if run.args.select_and_forget else None
+    with recorded_run(str(destination), run.record, run.main,
+                      lambda: max(checkpoint_steps(run.config.paths.output_dir), default=0)):
+        forget = select_forget(run) if run.config.select_and_forget else None
         answerer = None
         if train_set is not None:
             model = train_phase(run, model, train_set, source)

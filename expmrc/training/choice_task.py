@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from expmrc.data.datasets import CHOICE_SUBSETS, Dataset, load_dataset, resolve_dataset_path, subset_from_version
-from expmrc.data.io import read_json
-from expmrc.errors import ExpmrcError
+from expmrc.tasks import TASKS
 from expmrc.training.baseline import BaselineTask, run_baseline
 from expmrc.training.flags import build_parser, str2bool
-from expmrc.training.tasks import TASKS
 
 DESCRIPTION = """\
 Train and run the multiple-choice baseline (RACE+, C3): any encoder with one logit per option from a
@@ -41,19 +38,7 @@ def choice_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_choice_dataset(path: str, task_name: str) -> Dataset:
-    """A RACE/C3-format file (or subset name); when its `version` names no subset, --task_name says which."""
-    path = resolve_dataset_path(path)
-    doc = read_json(path, "dataset file")
-    version = str(doc.get("version", "")) if isinstance(doc, dict) else ""
-    subset = task_name if subset_from_version(version) is None and task_name in CHOICE_SUBSETS else None
-    dataset = load_dataset(path, subset)
-    if dataset.kind != "choice":
-        raise ExpmrcError(f"{path}: is a {dataset.subset} (span extraction) file; run_mc_mrc.py needs RACE or C3 data")
-    return dataset
-
-
-CHOICE_TASK = BaselineTask(spec=TASKS["choice"], parser=choice_parser, load=load_choice_dataset)
+CHOICE_TASK = BaselineTask(spec=TASKS["choice"], parser=choice_parser)
 
 
 def run_choice(argv: list[str] | None = None) -> int:

@@ -4,7 +4,9 @@ Users keep their shell scripts, so every original flag works unchanged, includin
 strings as values (`--do_train=True`, `--do_train True`, or a bare `--do_train`). Defaults are the
 original scripts' own, so an original command line that relies on a default gets the original
 configuration: the window and decoding lengths come from the task layer's one set of defaults
-(`expmrc.training.tasks.TaskSettings`), the rest per task from `TASK_DEFAULTS`; scripts/run_*.sh pass
+(`expmrc.tasks.TaskSettings`), optimization from `TrainConfig`'s, the rest per task from `TASK_DEFAULTS`;
+`parse_config` turns the flags into the run's typed configuration (`expmrc.training.config`), the one
+place past which no Namespace goes; scripts/run_*.sh pass
 the paper's settings explicitly. `--do_lower_case` defaults to None, "not given": an original vocab.txt is then read
 cased, the original default False, and a Hugging Face tokenizer keeps its own casing
 (`expmrc.models.backbones.resolve_source`). The original TPU-only flags are accepted and ignored
@@ -14,12 +16,15 @@ cased, the original default False, and a Hugging Face tokenizer keeps its own ca
 from __future__ import annotations
 
 import argparse
-import math
+import sys
+from dataclasses import fields
 from typing import Any
 
-from expmrc.errors import ExpmrcError, warn
-from expmrc.training.loop import COMPILE_MODES, default_buckets
-from expmrc.training.tasks import TASKS
+from expmrc.errors import ExpmrcError, OneLineParser, warn
+from expmrc.models.heads import COUPLING_DEFAULTS, LossSettings
+from expmrc.tasks import TASKS, TaskSettings
+from expmrc.training.config import BaselineConfig, Paths
+from expmrc.training.loop import COMPILE_MODES, TrainConfig, default_buckets
 
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {  # the original run_se_mrc.py / run_mc_mrc.py defaults
     "span": {"loss_lambda": 0.1, "task_name": "squad"},
@@ -29,10 +34,8 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {  # the original run_se_mrc.py / run
 IGNORED_FLAGS: dict[str, Any] = {"tpu_name": None, "tpu_zone": None, "gcp_project": None, "master": None,
                                  "num_tpu_cores": 8, "iterations_per_loop": 1000, "verbose_logging": False}
 
-MAX_EPOCHS = 1000  # far beyond any fine-tuning run; larger values are typos (or inf)
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}
-COUPLING_DEFAULTS = (4.96, 2.02, 3.10)  # --coupling_c1, c2, c3 (docs/coupling.md)
 
 
 def str2bool(value: str | bool) -> bool:
@@ -59,8 +62,7 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
         raise ValueError(f"task must be one of {sorted(TASK_DEFAULTS)}")
     defaults = TASK_DEFAULTS[task]
     settings = TASKS[task].defaults
-    from expmrc.cli import OneLineParser  # one-line usage errors, no flag abbreviations
-
+    train = TrainConfig(output_dir="")
     parser = OneLineParser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
 
     model = parser.add_argument_group("model (either --model_name_or_path, or the original three files)")
@@ -90,7 +92,8 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     _bool_flag(data, "do_train", False, "train on --train_file")
     _bool_flag(data, "do_predict", False, "predict on --predict_file, writing dev_predictions.json and dev_nbest.json")
     _bool_flag(data, "overwrite_output_dir", False,
-               "train again into an --output_dir whose finished run had other settings (default False: refused)")
+               "replace the run in --output_dir: train again where a finished run had other settings, or write over "
+               "a run record that cannot be read (default False: both refused)")
     _bool_flag(data, "allow_unknown_tokens", False,
                "run even when half or more of the tokens are the tokenizer's unknown token (default False: refused)")
 
@@ -111,32 +114,39 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
                          help=f"candidates kept per question (default {settings.n_best_size})")
 
     opt = parser.add_argument_group("optimization")
-    opt.add_argument("--train_batch_size", type=int, default=32,
-                     help="examples per optimizer step, TOTAL over all devices and accumulation steps (default 32)")
-    opt.add_argument("--predict_batch_size", type=int, default=32, help="examples per prediction batch, total (default 32)")
-    opt.add_argument("--learning_rate", type=float, default=3e-5, help="peak AdamW learning rate (default 3e-5)")
-    opt.add_argument("--num_train_epochs", type=float, default=3.0, help="epochs over the training features (default 3)")
-    opt.add_argument("--max_steps", type=int, default=-1, help="optimizer steps; overrides --num_train_epochs when > 0")
-    opt.add_argument("--warmup_proportion", type=float, default=0.1, help="share of steps with linear warm-up (default 0.1)")
-    opt.add_argument("--weight_decay", type=float, default=0.01,
-                     help="AdamW weight decay, not applied to biases and LayerNorm weights (default 0.01)")
-    opt.add_argument("--gradient_accumulation_steps", type=int, default=1, help="micro-batches per optimizer step")
-    opt.add_argument("--mixed_precision", choices=("auto", "no", "fp16", "bf16"), default="auto",
+    opt.add_argument("--train_batch_size", type=int, default=train.train_batch_size,
+                     help="examples per optimizer step, TOTAL over all devices and accumulation steps "
+                          f"(default {train.train_batch_size})")
+    opt.add_argument("--predict_batch_size", type=int, default=train.predict_batch_size,
+                     help=f"examples per prediction batch, total (default {train.predict_batch_size})")
+    opt.add_argument("--learning_rate", type=float, default=train.learning_rate,
+                     help=f"peak AdamW learning rate (default {train.learning_rate:g})")
+    opt.add_argument("--num_train_epochs", type=float, default=train.num_train_epochs,
+                     help=f"epochs over the training features (default {train.num_train_epochs:g})")
+    opt.add_argument("--max_steps", type=int, default=train.max_steps,
+                     help="optimizer steps; overrides --num_train_epochs when > 0")
+    opt.add_argument("--warmup_proportion", type=float, default=train.warmup_proportion,
+                     help=f"share of steps with linear warm-up (default {train.warmup_proportion:g})")
+    opt.add_argument("--weight_decay", type=float, default=train.weight_decay,
+                     help=f"AdamW weight decay, not applied to biases and LayerNorm weights (default {train.weight_decay:g})")
+    opt.add_argument("--gradient_accumulation_steps", type=int, default=train.gradient_accumulation_steps,
+                     help="micro-batches per optimizer step")
+    opt.add_argument("--mixed_precision", choices=("auto", "no", "fp16", "bf16"), default=train.mixed_precision,
                      help="autocast precision; auto (default): bf16 on GPUs and TPUs (fp16 with loss scaling on GPUs "
                           "without bf16), no (FP32) on CPU; fp16 is refused on CPU")
     opt.add_argument("--loss_lambda", type=float, default=defaults["loss_lambda"],
                      help=f"weight of the evidence loss: L = L_answer + lambda * L_evidence (default {defaults['loss_lambda']})")
-    opt.add_argument("--rand_seed", type=int, default=12345, help="seed of initialization, data order and dropout")
+    opt.add_argument("--rand_seed", type=int, default=train.seed, help="seed of initialization, data order and dropout")
 
     speed = parser.add_argument_group("speed and memory")
-    _bool_flag(speed, "tf32", True, "let FP32 matmuls on GPUs use TF32 (default True; False for strict FP32)")
-    _bool_flag(speed, "group_by_length", True,
+    _bool_flag(speed, "tf32", train.tf32, "let FP32 matmuls on GPUs use TF32 (default True; False for strict FP32)")
+    _bool_flag(speed, "group_by_length", train.group_by_length,
                "train on batches of similar lengths (default True): each epoch's seeded order is cut into "
                "megabatches of about 50 batches, each sorted by length; False keeps the plain random order")
-    speed.add_argument("--per_device_micro_batch", type=int, default=0,
+    speed.add_argument("--per_device_micro_batch", type=int, default=train.per_device_micro_batch,
                        help="most windows per forward pass on one device; 0 (default): the whole micro-batch, "
                             "halved on a GPU out-of-memory error until it fits (the step's result is the same)")
-    _bool_flag(speed, "torch_compile", False,
+    _bool_flag(speed, "torch_compile", train.torch_compile,
                "compile the model with torch.compile for training (prediction stays eager): batches are padded to "
                "the --compile_buckets lengths and each is compiled once, its time logged apart. On an H200 it halved a "
                "BERT-base CMRC 2018 run's step time: 64 s against 97 s eager once inductor's cache holds the "
@@ -145,7 +155,7 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
                        help="with --torch_compile: the padded lengths of training batches, ascending, the last one "
                             "at least --max_seq_length (default 128,256,384 where below --max_seq_length, then "
                             "--max_seq_length); fewer buckets compile less and pad more")
-    speed.add_argument("--torch_compile_mode", choices=COMPILE_MODES, default="default",
+    speed.add_argument("--torch_compile_mode", choices=COMPILE_MODES, default=train.compile_mode,
                        help="with --torch_compile: torch.compile's mode (default: default); reduce-overhead adds CUDA "
                             "graphs, which cut the host's kernel launches (no gain measured on an H200 for "
                             "BERT-base, 42 s more compiling)")
@@ -156,10 +166,12 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
                "keep the checkpoints of a finished run (default False: model/ holds the result)")
 
     runs = parser.add_argument_group("checkpoints and logging")
-    runs.add_argument("--save_checkpoints_steps", type=int, default=1000,
-                      help="write a resumable checkpoint every N optimizer steps (default 1000)")
-    runs.add_argument("--keep_checkpoints", type=int, default=3, help="checkpoints kept in OUTPUT_DIR/checkpoints")
-    runs.add_argument("--logging_steps", type=int, default=50, help="log loss and learning rate every N steps")
+    runs.add_argument("--save_checkpoints_steps", type=int, default=train.save_checkpoints_steps,
+                      help=f"write a resumable checkpoint every N optimizer steps (default {train.save_checkpoints_steps})")
+    runs.add_argument("--keep_checkpoints", type=int, default=train.keep_checkpoints,
+                      help="checkpoints kept in OUTPUT_DIR/checkpoints")
+    runs.add_argument("--logging_steps", type=int, default=train.logging_steps,
+                      help="log loss and learning rate every N steps")
 
     coupling = parser.add_argument_group("coupling (answer and evidence together; docs/coupling.md)")
     _bool_flag(coupling, "coupling_loss", False,
@@ -194,78 +206,61 @@ def ignored_flags(args: argparse.Namespace) -> list[str]:
 
 
 def check_flags(args: argparse.Namespace) -> None:
-    """Refuse flag combinations that cannot run, in one line each, before any model is loaded."""
+    """Refuse flag combinations that cannot run, in one line each, before any model is loaded (each part of the
+    configuration checks its own ranges)."""
     if not args.do_train and not args.do_predict:
         raise ExpmrcError("nothing to do: pass --do_train True and/or --do_predict True")
     if args.do_train and not args.train_file:
         raise ExpmrcError("--do_train needs --train_file")
     if args.do_predict and not args.predict_file:
         raise ExpmrcError("--do_predict needs --predict_file")
-    if getattr(args, "per_device_micro_batch", 0) < 0:
-        raise ExpmrcError(f"--per_device_micro_batch must be 0 (automatic) or at least 1, got {args.per_device_micro_batch}")
-    positive = ("train_batch_size", "predict_batch_size", "gradient_accumulation_steps", "save_checkpoints_steps",
-                "keep_checkpoints", "logging_steps", "max_seq_length", "doc_stride", "max_answer_length",
-                "max_query_length", "max_evidence_length", "n_best_size")
-    for name in positive:
-        if getattr(args, name, 1) < 1:
-            raise ExpmrcError(f"--{name} must be at least 1, got {getattr(args, name)}")
-    for name in ("learning_rate", "num_train_epochs", "warmup_proportion", "weight_decay", "loss_lambda"):
-        value = getattr(args, name)
-        if not math.isfinite(value):
-            raise ExpmrcError(f"--{name} must be a finite number, got {value}")
-    if not 0 < args.learning_rate <= 1:
-        raise ExpmrcError(f"--learning_rate must be above 0 and at most 1, got {args.learning_rate}")
-    if args.num_train_epochs <= 0 and args.max_steps <= 0:
-        raise ExpmrcError("--num_train_epochs must be positive (or give --max_steps)")
-    if args.num_train_epochs > MAX_EPOCHS:
-        raise ExpmrcError(f"--num_train_epochs must be at most {MAX_EPOCHS}, got {args.num_train_epochs}")
-    if not 0 <= args.warmup_proportion < 1:
-        raise ExpmrcError(f"--warmup_proportion must be in [0, 1), got {args.warmup_proportion}")
-    if not 0 <= args.weight_decay < 1:
-        raise ExpmrcError(f"--weight_decay must be in [0, 1), got {args.weight_decay}")
-    if args.loss_lambda < 0:
-        raise ExpmrcError(f"--loss_lambda must not be negative, got {args.loss_lambda}")
-    for name in ("coupling_c1", "coupling_c2", "coupling_c3"):
-        value = getattr(args, name, 0.0)
-        if not (math.isfinite(value) and value >= 0):
-            raise ExpmrcError(f"--{name} must be a finite number of at least 0, got {value}")
     changed = [f"--coupling_c{k}" for k, default in enumerate(COUPLING_DEFAULTS, 1)
                if getattr(args, f"coupling_c{k}", default) != default]
-    compile_buckets(args)
     if changed and not getattr(args, "coupling_loss", False):
         warn(f"{', '.join(changed)} given without --coupling_loss True: the coupling regularizer is off, so "
              "they change nothing")
 
 
-def compile_buckets(args: argparse.Namespace) -> tuple[int, ...]:
-    """The length buckets a compiled run pads training batches to: --compile_buckets checked against
-    --max_seq_length, else the defaults; () without --torch_compile, where a bucket list is refused."""
-    text, longest = getattr(args, "compile_buckets", None), args.max_seq_length
-    if not getattr(args, "torch_compile", False):
-        if text is not None:
-            raise ExpmrcError("--compile_buckets pads batches for --torch_compile True; without it they would only "
-                              "add padding (add --torch_compile True or drop --compile_buckets)")
-        if getattr(args, "torch_compile_mode", "default") != "default":
-            raise ExpmrcError("--torch_compile_mode needs --torch_compile True")
-        return ()
+def compile_buckets(text: str | None, torch_compile: bool, max_length: int) -> tuple[int, ...]:
+    """--compile_buckets as token counts (`TrainConfig.checked` checks them), else with --torch_compile the
+    default buckets up to --max_seq_length; () without either."""
     if text is None:
-        return default_buckets(longest)
+        return default_buckets(max_length) if torch_compile else ()
     try:
-        buckets = [int(part) for part in str(text).split(",")]
+        return tuple(int(part) for part in str(text).split(","))
     except ValueError:
-        buckets = []
-    if not buckets or min(buckets) < 1 or buckets != sorted(set(buckets)):
         raise ExpmrcError(f"--compile_buckets must be ascending token counts separated by commas, such as "
-                          f"128,256,384,512; got {text!r}")
-    if buckets[-1] < longest:
-        raise ExpmrcError(f"--compile_buckets {text} does not reach --max_seq_length {longest}: windows longer than "
-                          f"{buckets[-1]} tokens would have no bucket (end the list with {longest})")
-    if buckets[-1] > longest:
-        raise ExpmrcError(f"--compile_buckets {text} goes beyond --max_seq_length {longest}: no window is that long "
-                          f"(end the list with {longest})")
-    return tuple(buckets)
+                          f"128,256,384,512; got {text!r}") from None
 
 
 def flag_values(args: argparse.Namespace) -> dict[str, Any]:
     """Every flag value, sorted by name, for run_info.json."""
     return {key: value for key, value in sorted(vars(args).items())}
+
+
+def given_flags(words: list[str]) -> frozenset[str]:
+    """The names of the flags a command line gives explicitly (`--name value` or `--name=value`)."""
+    return frozenset(word[2:].split("=", 1)[0] for word in words if word.startswith("--"))
+
+
+def parse_config(task: str, parser: argparse.ArgumentParser, argv: list[str] | None = None) -> BaselineConfig:
+    """Parse a baseline script's command line (`argv`, else sys.argv) once into its typed configuration, every part
+    checked; one line for anything that cannot run."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(words)
+    check_flags(args)
+    settings = TaskSettings(**{f.name: getattr(args, f.name) for f in fields(TaskSettings)
+                               if hasattr(args, f.name)}).checked("--")
+    named = {"seed": "rand_seed", "compile_mode": "torch_compile_mode"}  # fields whose flag has another name
+    values = {f.name: getattr(args, named.get(f.name, f.name)) for f in fields(TrainConfig)
+              if f.name not in ("max_grad_norm", "compile_buckets", "compile_backend")}
+    buckets = compile_buckets(args.compile_buckets, args.torch_compile, settings.max_seq_length)
+    train = TrainConfig(**values, compile_buckets=buckets).checked(settings.max_seq_length)
+    loss = LossSettings(args.loss_lambda, args.coupling_loss,
+                        (args.coupling_c1, args.coupling_c2, args.coupling_c3)).checked("--")
+    paths = Paths(**{f.name: getattr(args, f.name) for f in fields(Paths)})
+    return BaselineConfig(task, args.task_name, paths, settings, train, loss, args.do_train, args.do_predict,
+                          args.do_lower_case, args.select_and_forget, args.overwrite_output_dir,
+                          args.allow_unknown_tokens, args.keep_final_checkpoints, args.use_tpu,
+                          flags=flag_values(args), given=given_flags(words), ignored=tuple(ignored_flags(args)),
+                          command=(parser.prog if argv is not None else sys.argv[0], *words))

@@ -1,4 +1,4 @@
-"""The training and prediction loop both baselines share, on `accelerate` (CPU, GPUs, machines, TPU).
+"""The training loop both baselines share, on `accelerate` (CPU, GPUs, machines, TPU).
 
 Batches are cut from a fixed stream: epoch e is a permutation of the dataset seeded by (seed, e),
 the epochs are laid end to end, and optimizer step s takes the next `train_batch_size` items. With
@@ -33,19 +33,19 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, cast
-from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 import torch
 from accelerate import Accelerator
-from accelerate.utils import DistributedType, gather_object, set_seed
+from accelerate.utils import DistributedType, set_seed
 from tqdm import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from expmrc.data.io import write_json_atomic
+from expmrc.data.runs import CHECKPOINT_DIR, CHECKPOINT_STATE, LOG_FILE
 from expmrc.errors import ExpmrcError
-from expmrc.training.rundir import CHECKPOINT_DIR, CHECKPOINT_STATE, LOG_FILE
+from expmrc.inference.predictor import PREDICT_BATCH_SIZE, Batches, dataset_lengths, to_device
 
 logger = logging.getLogger(__name__)
 ADAM_EPSILON = 1e-6  # the original BERT optimizer's epsilon
@@ -54,32 +54,19 @@ DEFAULT_BUCKETS = (128, 256, 384, 512)  # padded lengths of a compiled run (belo
 RECOMPILE_LIMIT = 64  # compiled shapes per model: buckets x the micro-batch sizes an out-of-memory retry tries
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 PRECISIONS = ("auto", "no", "fp16", "bf16")
-
-
-class Batches(Protocol):
-    """What the loop trains and predicts on."""
-
-    def __len__(self) -> int: ...
-
-    def batch(self, indices: list[int]) -> dict[str, torch.Tensor]: ...
-
-
-def dataset_lengths(dataset: Any) -> np.ndarray | None:
-    """The per-item lengths of a dataset that knows them (`lengths()`), else None."""
-    lengths = getattr(dataset, "lengths", None)
-    return np.asarray(lengths(), dtype=np.int64) if callable(lengths) else None
+MAX_EPOCHS = 1000  # far beyond any fine-tuning run; larger values are typos (or inf)
 
 
 @dataclass
 class TrainConfig:
-    """Optimization and bookkeeping settings of one run (the flags, minus model and data)."""
+    """Optimization and bookkeeping settings of one run; these defaults are the baseline flags' defaults."""
 
     output_dir: str
     learning_rate: float = 3e-5
-    num_train_epochs: float = 2.0
+    num_train_epochs: float = 3.0
     max_steps: int = -1  # > 0 overrides num_train_epochs
     train_batch_size: int = 32  # total over processes and accumulation steps
-    predict_batch_size: int = 8  # total over processes
+    predict_batch_size: int = PREDICT_BATCH_SIZE  # total over processes
     warmup_proportion: float = 0.1
     weight_decay: float = 0.01
     gradient_accumulation_steps: int = 1
@@ -97,13 +84,61 @@ class TrainConfig:
     keep_checkpoints: int = 3
     max_grad_norm: float = 1.0  # global-norm clipping, as the original optimizer does
 
+    def checked(self, max_length: int | None = None) -> TrainConfig:
+        """This configuration, once every setting is in range (one line naming its flag otherwise); the last
+        compile bucket must be `max_length`, the longest window, where it is given."""
+        for name in ("train_batch_size", "predict_batch_size", "gradient_accumulation_steps", "save_checkpoints_steps",
+                     "keep_checkpoints", "logging_steps"):
+            if getattr(self, name) < 1:
+                raise ExpmrcError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.per_device_micro_batch < 0:
+            raise ExpmrcError(f"--per_device_micro_batch must be 0 (automatic) or at least 1, got "
+                              f"{self.per_device_micro_batch}")
+        for name in ("learning_rate", "num_train_epochs", "warmup_proportion", "weight_decay"):
+            if not math.isfinite(getattr(self, name)):
+                raise ExpmrcError(f"--{name} must be a finite number, got {getattr(self, name)}")
+        if not 0 < self.learning_rate <= 1:
+            raise ExpmrcError(f"--learning_rate must be above 0 and at most 1, got {self.learning_rate}")
+        if self.num_train_epochs <= 0 and self.max_steps <= 0:
+            raise ExpmrcError("--num_train_epochs must be positive (or give --max_steps)")
+        if self.num_train_epochs > MAX_EPOCHS:
+            raise ExpmrcError(f"--num_train_epochs must be at most {MAX_EPOCHS}, got {self.num_train_epochs}")
+        if not 0 <= self.warmup_proportion < 1:
+            raise ExpmrcError(f"--warmup_proportion must be in [0, 1), got {self.warmup_proportion}")
+        if not 0 <= self.weight_decay < 1:
+            raise ExpmrcError(f"--weight_decay must be in [0, 1), got {self.weight_decay}")
+        self.check_compiling(max_length)
+        return self
+
+    def check_compiling(self, max_length: int | None) -> None:
+        """The compile buckets and mode: ascending token counts ending at `max_length`, and only when compiling."""
+        given = ",".join(map(str, self.compile_buckets))
+        if not self.torch_compile:
+            if self.compile_buckets:
+                raise ExpmrcError("--compile_buckets pads batches for --torch_compile True; without it they would "
+                                  "only add padding (add --torch_compile True or drop --compile_buckets)")
+            if self.compile_mode != "default":
+                raise ExpmrcError("--torch_compile_mode needs --torch_compile True")
+            return
+        if self.compile_mode not in COMPILE_MODES:
+            raise ExpmrcError(f"--torch_compile_mode must be one of {', '.join(COMPILE_MODES)}, got {self.compile_mode!r}")
+        buckets = list(self.compile_buckets)
+        if buckets and (min(buckets) < 1 or buckets != sorted(set(buckets))):
+            raise ExpmrcError(f"--compile_buckets must be ascending token counts separated by commas, such as "
+                              f"128,256,384,512; got {given!r}")
+        if buckets and max_length is not None and buckets[-1] < max_length:
+            raise ExpmrcError(f"--compile_buckets {given} does not reach --max_seq_length {max_length}: windows longer "
+                              f"than {buckets[-1]} tokens would have no bucket (end the list with {max_length})")
+        if buckets and max_length is not None and buckets[-1] > max_length:
+            raise ExpmrcError(f"--compile_buckets {given} goes beyond --max_seq_length {max_length}: no window is "
+                              f"that long (end the list with {max_length})")
+
 
 @dataclass
 class TrainResult:
     """How a call to `train` ended."""
 
     global_step: int
-    total_steps: int
     resumed_from: int  # the checkpoint step training continued from; 0 for a fresh start
     last_loss: float | None  # mean loss over the last logging window (None if no step ran)
     examples_per_second: float  # over the steps this call ran, checkpoint writing included
@@ -304,8 +339,7 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
         bar.close()
     seconds = time.perf_counter() - began
     ran = run.total - run.start
-    result = TrainResult(global_step=run.total, total_steps=run.total, resumed_from=run.start,
-                         last_loss=window.last_loss,
+    result = TrainResult(global_step=run.total, resumed_from=run.start, last_loss=window.last_loss,
                          examples_per_second=ran * config.train_batch_size / seconds if ran and seconds > 0 else 0.0,
                          seconds=seconds, checkpoint_seconds=checkpoint_seconds,
                          micro_batch=run.chunk if run.chunk < run.micro else 0, compile_seconds=run.compile_seconds,
@@ -557,80 +591,6 @@ def log_step(output_dir: str, step: int, total: int, loss: float, learning_rate:
     logger.info(f"step {step}/{total}: loss {loss:.4f}, learning rate {learning_rate:.3g}")
     with open(Path(output_dir) / LOG_FILE, "a", encoding="utf-8") as log:
         log.write(json.dumps({"step": step, "loss": round(loss, 6), "learning_rate": learning_rate}) + "\n")
-
-
-def to_device(batch: dict[str, torch.Tensor], device: Any, keep_full_mask: bool = False) -> dict[str, torch.Tensor | None]:
-    """Move every tensor of a batch to `device`; to a GPU through pinned memory, without waiting for the copy.
-
-    An `attention_mask` of all ones (no padding, seen on the host copy) goes as None, which the encoder takes
-    for "no mask", as it would decide itself after reading the mask back from the device; kept with
-    `keep_full_mask` (a compiled model: one graph per shape) and on TPUs (one XLA graph per shape).
-    """
-    kind = torch.device(device).type
-    if kind == "cuda":
-        moved: dict[str, torch.Tensor | None] = {
-            key: (value.pin_memory() if value.device.type == "cpu" else value).to(device, non_blocking=True)
-            for key, value in batch.items()}
-    else:
-        moved = {key: value.to(device) for key, value in batch.items()}
-    mask = batch.get("attention_mask")
-    if mask is not None and mask.device.type == "cpu" and not keep_full_mask and kind != "xla" and mask.numpy().all():
-        moved["attention_mask"] = None
-    return moved
-
-
-def predict(model: torch.nn.Module, dataset: Batches, batch_size: int, accelerator: Accelerator) -> list[dict[str, np.ndarray]]:
-    """The model's per-item outputs (those with a batch dimension) for every item, in order, on every process.
-
-    Each process runs one contiguous share of the items (`predict_items`) under the run's autocast
-    precision, and the shares are gathered and checked so that nothing is duplicated or dropped.
-    `batch_size` is the total over processes.
-    """
-    model = accelerator.unwrap_model(model, keep_torch_compile=False).to(accelerator.device)  # predicted eagerly
-    processes, rank = accelerator.num_processes, accelerator.process_index
-    bounds = [len(dataset) * i // processes for i in range(processes + 1)]
-    mine = list(range(bounds[rank], bounds[rank + 1]))
-    found = predict_items(model, dataset, mine, max(1, batch_size // processes), accelerator.device,
-                          accelerator.autocast, accelerator.is_local_main_process)
-    outputs = [found[i] for i in mine]
-    if processes == 1:
-        return outputs
-    gathered = gather_object([(bounds[rank] + j, out) for j, out in enumerate(outputs)])
-    gathered.sort(key=lambda pair: pair[0])
-    if [index for index, _ in gathered] != list(range(len(dataset))):
-        raise RuntimeError("predictions gathered across processes do not cover the dataset exactly once")
-    return [out for _, out in gathered]
-
-
-def predict_items(model: torch.nn.Module, dataset: Batches, items: list[int], batch_size: int, device: Any,
-                  autocast: Callable[[], Any] = nullcontext, progress: bool = False) -> dict[int, dict[str, np.ndarray]]:
-    """The one prediction loop: the outputs of `items`, run longest first when the dataset knows its lengths
-    (batches then pad little) in batches of `batch_size` under `autocast()`, keyed by item.
-
-    Outputs along the sequence are cut to the item's own length, so memory grows with real tokens, not
-    padded ones. Training's prediction, Select & Forget and every re-prediction of a saved model run here.
-    """
-    lengths = dataset_lengths(dataset)
-    order = sorted(items, key=lambda i: (-int(lengths[i]), i)) if lengths is not None else list(items)
-    was_training = model.training
-    model.eval()
-    found: dict[int, dict[str, np.ndarray]] = {}
-    with torch.inference_mode():
-        for start in tqdm(range(0, len(order), batch_size), desc="predicting", unit="batch", disable=not progress,
-                          dynamic_ncols=True):
-            chunk = order[start:start + batch_size]
-            batch = dataset.batch(chunk)
-            padded = batch["input_ids"].shape[-1] if lengths is not None and "input_ids" in batch else None
-            with autocast():
-                result = model(**to_device(batch, device))
-            arrays = {k: v.float().cpu().numpy() for k, v in result.items()
-                      if k != "loss" and v.dim() > 0 and v.shape[0] == len(chunk)}
-            for j, item in enumerate(chunk):
-                found[item] = {k: (v[j][..., :lengths[item]]
-                                   if padded and lengths is not None and v.ndim == 2 and v.shape[-1] == padded
-                                   else v[j]) for k, v in arrays.items()}
-    model.train(was_training)
-    return found
 
 
 # ---- checkpoints ---------------------------------------------------------------------------------

@@ -31,12 +31,13 @@ from accelerate.utils import set_seed
 
 from expmrc.data.datasets import Question, SpanQuestion, passage_of
 from expmrc.data.io import read_json, write_json_atomic
+from expmrc.data.runs import ANSWERER_DIR, ANSWERER_RUN_DIR, SELECTION_FILE
 from expmrc.decoding.predictions import decode_predictions
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import FeatureTable, WindowDataset
+from expmrc.inference.predictor import predict
 from expmrc.text.locate import locate_answer, locate_evidence
-from expmrc.training.loop import TrainConfig, TrainResult, predict, train
-from expmrc.training.rundir import ANSWERER_DIR, ANSWERER_RUN_DIR, SELECTION_FILE
+from expmrc.training.loop import TrainConfig, TrainResult, train
 
 logger = logging.getLogger("expmrc")
 
@@ -160,12 +161,11 @@ class SelectAndForget:
 
     def train_answerer(self, new_model: Callable[[], Any], questions: Sequence[Question],
                        config: TrainConfig) -> tuple[Any, TrainResult]:
-        """A fresh task model trained on the evidence-only questions (evidence loss off), resuming from the
-        answerer's own checkpoints."""
+        """A fresh task model (`new_model` builds it with the default loss settings: evidence loss and coupling off)
+        trained on the evidence-only questions, resuming from the answerer's own checkpoints."""
         self.accelerator.free_memory()  # the selector's prepared objects stay out of the answerer's checkpoints
         set_seed(config.seed)
         model = new_model()
-        model.loss_lambda, model.coupling = 0.0, None
         table = self.features(questions, True)
         answer_config = dataclasses.replace(config, output_dir=str(self.output_dir / ANSWERER_RUN_DIR))
         result = train(model, WindowDataset(table, True, self.pad_id), answer_config, self.accelerator)

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from expmrc.data.datasets import SPAN_SUBSETS, Dataset, load_dataset, resolve_dataset_path, subset_from_version
-from expmrc.data.io import read_json
-from expmrc.errors import ExpmrcError
+from expmrc.tasks import TASKS
 from expmrc.training.baseline import BaselineTask, run_baseline
 from expmrc.training.flags import build_parser
-from expmrc.training.tasks import TASKS
 
 DESCRIPTION = """\
 Train and run the span-extraction baseline (SQuAD, CMRC 2018): any encoder with an answer head and an
@@ -32,22 +29,7 @@ def span_parser() -> argparse.ArgumentParser:
     return build_parser("span", prog="run_se_mrc.py", description=DESCRIPTION)
 
 
-def load_span_dataset(path: str, task_name: str) -> Dataset:
-    """A SQuAD-style file (or subset name): its subset from its `version`, else --task_name (SQuAD's own
-    files say only "1.1")."""
-    path = resolve_dataset_path(path)
-    doc = read_json(path, "dataset file")
-    version = str(doc.get("version", "")) if isinstance(doc, dict) else ""
-    subset = subset_from_version(version) or (task_name if task_name in SPAN_SUBSETS else None)
-    if subset is None:
-        raise ExpmrcError(f"{path}: version {version!r} names no subset and --task_name {task_name!r} is not "
-                          f"a span-extraction subset ({', '.join(SPAN_SUBSETS)})")
-    if subset not in SPAN_SUBSETS:
-        raise ExpmrcError(f"{path}: is a {subset} (multiple-choice) file; run_se_mrc.py needs span extraction data")
-    return load_dataset(path, subset)
-
-
-SPAN_TASK = BaselineTask(spec=TASKS["span"], parser=span_parser, load=load_span_dataset)
+SPAN_TASK = BaselineTask(spec=TASKS["span"], parser=span_parser)
 
 
 def run_span(argv: list[str] | None = None) -> int:

@@ -164,15 +164,12 @@ def test_a_zip_entry_through_dot_dot_inside_is_not_called_outside(tmp_path):
 
 
 def test_coupling_constants_without_the_coupling_loss_are_warned_about(capsys):
-    from expmrc.training.flags import build_parser, check_flags
+    from expmrc.training.flags import build_parser, parse_config
 
-    args = build_parser("span").parse_args(["--do_predict", "True", "--predict_file", "x", "--output_dir", "o",
-                                            "--coupling_c1", "9"])
-    check_flags(args)
+    argv = ["--do_predict", "True", "--predict_file", "x", "--output_dir", "o", "--coupling_c1", "9"]
+    parse_config("span", build_parser("span"), argv)
     assert "warning: --coupling_c1 given without --coupling_loss True" in capsys.readouterr().err
-    args = build_parser("span").parse_args(["--do_predict", "True", "--predict_file", "x", "--output_dir", "o",
-                                            "--coupling_c1", "9", "--coupling_loss", "True"])
-    check_flags(args)
+    parse_config("span", build_parser("span"), [*argv, "--coupling_loss", "True"])
     assert "warning" not in capsys.readouterr().err
 
 

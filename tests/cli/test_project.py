@@ -1,5 +1,6 @@
 """The README's promises: its two first commands are what CI runs, and every command has --help."""
 
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -26,3 +27,17 @@ def test_every_command_explains_itself(command):
                             cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"usage: expmrc {command}") and "example" in result.stdout
+
+
+def test_python_dash_m_expmrc_is_the_command():
+    result = subprocess.run([sys.executable, "-m", "expmrc", "--version"], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0 and result.stdout.strip().startswith("expmrc ")
+
+
+def test_importing_the_package_leaves_transformers_logging_alone_until_a_command_sets_it_up():
+    code = ("import logging; import expmrc.models.backbones, expmrc.inference.rerun; "
+            "from transformers.utils import logging as t; before = t.get_verbosity(); "
+            "from expmrc.logs import setup_logging; setup_logging(); print(before, t.get_verbosity())")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(logging.WARNING), str(logging.ERROR)]

@@ -5,11 +5,13 @@ import json
 import subprocess
 import sys
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from expmrc.data import download as dl
+from expmrc.data import subsets
 from expmrc.data.datasets import resolve_dataset_path
 from expmrc.errors import ExpmrcError
 
@@ -19,21 +21,21 @@ def fake_release(tmp_path, monkeypatch):
     """A folder laid out like the release, with the pinned checksums patched to match its files."""
     root = tmp_path / "release" / "data"
     sums = {}
-    for subset in dl.SHA256:
+    for subset in subsets.names():
         payload = json.dumps({"version": f"expmrc-{subset}-dev", "data": []}).encode()
         (root / subset).mkdir(parents=True)
         (root / subset / dl.file_name(subset)).write_bytes(payload)
         sums[subset] = hashlib.sha256(payload).hexdigest()
-    monkeypatch.setattr(dl, "SHA256", sums)
+    monkeypatch.setattr(subsets, "TABLE", tuple(replace(s, dev_sha256=sums[s.name]) for s in subsets.TABLE))
     return root
 
 
 def test_import_from_folder_then_already_present(fake_release, tmp_path):
     dest = tmp_path / "data"
-    written = dl.install(dl.read_local(str(fake_release), list(dl.SHA256)), str(dest), "x")
+    written = dl.install(dl.read_local(str(fake_release), list(subsets.names())), str(dest), "x")
     assert sorted(p.relative_to(dest).as_posix() for p in written) == sorted(
-        f"{s}/expmrc-{s}-dev.json" for s in dl.SHA256)
-    assert all(dl.is_present(str(dest), s) for s in dl.SHA256)
+        f"{s}/expmrc-{s}-dev.json" for s in subsets.names())
+    assert all(dl.is_present(str(dest), s) for s in subsets.names())
     assert not list(dest.rglob(".*"))  # no temporary files left
 
 
@@ -41,14 +43,14 @@ def test_checksum_mismatch_writes_nothing(fake_release, tmp_path):
     (fake_release / "race" / "expmrc-race-dev.json").write_bytes(b"tampered")
     dest = tmp_path / "data"
     with pytest.raises(ExpmrcError, match="expmrc-race-dev.json has sha256 .* nothing written"):
-        dl.install(dl.read_local(str(fake_release), list(dl.SHA256)), str(dest), "x")
+        dl.install(dl.read_local(str(fake_release), list(subsets.names())), str(dest), "x")
     assert not dest.exists() or not any(dest.rglob("*"))
 
 
 def test_zip_import_and_unsafe_entries(fake_release, tmp_path):
     good = tmp_path / "good.zip"
     with zipfile.ZipFile(good, "w") as z:
-        for subset in dl.SHA256:
+        for subset in subsets.names():
             z.write(fake_release / subset / dl.file_name(subset), f"expmrc-main/data/{subset}/{dl.file_name(subset)}")
     assert set(dl.read_local(str(good), ["squad", "c3"])) == {"squad", "c3"}
     for name in ("../../evil.json", "/abs/expmrc-squad-dev.json"):
@@ -75,8 +77,8 @@ def test_real_dev_sets_import_with_pinned_checksums(tmp_path):
     root = os.environ.get("EXPMRC_DATA")
     if not root or not Path(root).is_dir():
         pytest.skip("official dev sets not available (set EXPMRC_DATA)")
-    written = dl.install(dl.read_local(root, list(dl.SHA256)), str(tmp_path), root)
-    assert len(written) == 4 and all(dl.is_present(str(tmp_path), s) for s in dl.SHA256)
+    written = dl.install(dl.read_local(root, list(subsets.names())), str(tmp_path), root)
+    assert len(written) == 4 and all(dl.is_present(str(tmp_path), s) for s in subsets.names())
 
 
 def test_subset_names_resolve_in_expmrc_data(tmp_path, monkeypatch):

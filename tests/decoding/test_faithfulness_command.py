@@ -8,7 +8,7 @@ import json
 import pytest
 
 from expmrc.cli import main
-from expmrc.decoding.faithfulness_run import sentence_scores, without_spans
+from expmrc.inference.faithfulness_run import sentence_scores, without_spans
 from expmrc.text.sentences import split_sentences
 from expmrc.training.choice_task import run_choice
 from expmrc.training.span_task import run_span

@@ -54,7 +54,8 @@ def test_an_altered_quote_is_counted_shown_and_kept_as_written(tmp_path: Path, c
 
 
 def test_collect_shows_a_dash_for_a_run_recorded_before_the_rate_existed(tmp_path: Path) -> None:
-    from expmrc.llm.collect import llm_row
+    from expmrc.data.runs import RunRecord
+    from expmrc.reports.llm_runs import llm_row
 
     run = tmp_path / "old"
     run.mkdir()
@@ -64,4 +65,6 @@ def test_collect_shows_a_dash_for_a_run_recorded_before_the_rate_existed(tmp_pat
     (run / "scores.json").write_text(json.dumps({"raw": figures, "grounded": figures, "parse": {"failed": 0},
                                                  "questions": 2, "grounding": {"unverified_evidence_rate": 0.5}}),
                                      encoding="utf-8")
-    assert llm_row(str(run))[-2:] == ["-", "-"]
+    record = RunRecord.read(run)
+    assert record is not None and record.kind == "llm"
+    assert llm_row(str(run), record)[-3:-1] == ["-", "-"]  # counts and rate; the environment follows

@@ -90,4 +90,5 @@ def test_the_local_transformers_backend(tmp_path, tiny_model):
                  "--max-tokens", "8", "--no-cache", "--quiet", "--output", str(tmp_path / "run")]) == 0
     check_gibberish_run(tmp_path / "run", dataset, 2)
     info = json.loads((tmp_path / "run" / "run_info.json").read_text(encoding="utf-8"))
-    assert info["backend"] == "transformers" and info["base_url"] is None and "transformers" in info["versions"]
+    assert info["backend"] == "transformers" and info["base_url"] is None
+    assert info["environment"]["packages"]["transformers"] and info["environment"]["device"] == "cpu"

@@ -5,8 +5,8 @@ import json
 import pytest
 from helpers.tiny_bert import make_tiny_bert_folder
 
-from expmrc.decoding.rerun import torch_device
 from expmrc.errors import ExpmrcError
+from expmrc.inference.rerun import torch_device
 from expmrc.models.backbones import load_task_model, resolve_source
 from expmrc.models.span import SpanModel
 

@@ -14,7 +14,7 @@ from expmrc.features.span import build_span_features
 from expmrc.features.windows import IGNORE, WindowDataset, uses_token_types
 from expmrc.models.backbones import load_task_model, resolve_source
 from expmrc.models.choice import ChoiceModel
-from expmrc.models.heads import MASKED
+from expmrc.models.heads import MASKED, LossSettings
 from expmrc.models.span import SpanModel
 from helpers.tiny_backbones import KINDS, tiny_backbone
 
@@ -128,10 +128,9 @@ def test_save_then_load_gives_identical_logits_and_a_complete_folder(kind, model
 @pytest.mark.parametrize("kind", ["bert", "roberta", "deberta-v2"])
 def test_span_loss_is_answer_plus_lambda_times_evidence_over_all_windows(kind):
     src, batch = batch_of(kind, "span")
-    model, _ = load_task_model(SpanModel, src)
+    model, _ = load_task_model(SpanModel, src, LossSettings(0.5))
     model.eval()
     batch["evidence_start"][0] = batch["evidence_end"][0] = IGNORE  # counts zero, still divides by every window
-    model.loss_lambda = 0.5
     with torch.no_grad():
         out = model(**batch)
     rows = batch["input_ids"].shape[0]
@@ -148,7 +147,7 @@ def test_span_loss_is_answer_plus_lambda_times_evidence_over_all_windows(kind):
 @pytest.mark.parametrize("kind", ["bert", "xlm-roberta"])
 def test_choice_padding_of_options_and_length_changes_nothing_and_masks_padded_options(kind):
     src, batch = batch_of(kind, "choice")
-    model, _ = load_task_model(ChoiceModel, src)
+    model, _ = load_task_model(ChoiceModel, src, LossSettings(1.0))
     model.eval()
     with torch.no_grad():
         out = model(**batch)
@@ -163,8 +162,16 @@ def test_choice_padding_of_options_and_length_changes_nothing_and_masks_padded_o
     assert torch.allclose(out["loss"], again["loss"], atol=1e-5)
     all_ignored = {**batch, "evidence_start": torch.full_like(batch["evidence_start"], IGNORE),
                    "evidence_end": torch.full_like(batch["evidence_end"], IGNORE)}
-    model.loss_lambda = 1.0
     with torch.no_grad():
         answer_only = model(**all_ignored)["loss"]
     expected = F.cross_entropy(out["option_logits"], batch["labels"], reduction="sum") / batch["labels"].shape[0]
     assert torch.isfinite(answer_only) and torch.allclose(answer_only, expected, atol=1e-6)
+
+
+def test_the_loss_settings_are_given_at_construction_and_never_changed():
+    model = SpanModel(source("bert").config, loss=LossSettings(0.3, True, (1.0, 2.0, 3.0)))
+    assert (model.loss_lambda, model.coupling) == (0.3, (1.0, 2.0, 3.0))
+    with pytest.raises(AttributeError):
+        model.loss_lambda = 1.0
+    with pytest.raises(ExpmrcError, match="--coupling_c2 must be a finite number of at least 0, got nan"):
+        LossSettings(0.1, True, (1.0, float("nan"), 3.0)).checked()

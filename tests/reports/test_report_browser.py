@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers.browser import Browser, find_browser
 from helpers.common import CHOICE_DATA, ROOT, SPAN_DATA, dev_set, needs_punkt
 from helpers.report_data import SPAN_PRED, SPAN_PRED_B
 
 from expmrc.data.datasets import load_dataset
-from expmrc.reports.browser import Browser, find_browser
 from expmrc.reports.html import build_report, load_submissions, quadrant_counts, render_report, utf16_offsets
 from expmrc.reports.pages import write_page
 

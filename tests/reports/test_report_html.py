@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from html.parser import HTMLParser
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from helpers.common import CHOICE_DATA, ROOT, SPAN_DATA, needs_punkt
 from helpers.report_data import SPAN_PRED, SPAN_PRED_B
 
+from expmrc.data import subsets
 from expmrc.data.datasets import load_dataset
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import METRICS, Metric, percent_mean
@@ -211,9 +213,10 @@ def test_extra_metrics_appear_in_the_summary_and_per_question(write_json, monkey
     def question(q, prediction):
         return {"length": float(len(str(prediction.evidence))), "note": "x"}
 
-    metric = Metric("evlen", "evidence length", ("span",), ("squad",), ("EVLEN",), question,
-                    percent_mean(("length",), ("EVLEN",)))
+    metric = Metric("evlen", "evidence length", ("span",), ("EVLEN",), question, percent_mean(("length",), ("EVLEN",)))
     monkeypatch.setitem(METRICS, "evlen", metric)
+    monkeypatch.setattr(subsets, "TABLE", tuple(replace(s, metrics=(*s.metrics, "evlen")) if s.name == "squad" else s
+                                                for s in subsets.TABLE))
     page = make_page(write_json, SPAN_DATA, SPAN_PRED)  # chosen by default for squad, as `evaluate` does
     summary = page.cells["summary-table"]
     assert "EVLEN" in summary and f"{100.0 * (47 + 18) / 3:.3f}" in summary

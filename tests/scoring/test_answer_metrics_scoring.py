@@ -136,7 +136,7 @@ def test_a_dataset_with_evidences_on_some_questions_only_is_refused(write_json):
 
 @pytest.mark.parametrize("dataset, metrics, message", [
     (CHOICE_DATA, "squad", r"m\.json: metric squad applies to span data, this is c3 \(choice\)"),
-    (CMRC_DATA, "cmrc2018,bleu", r"unknown metric 'bleu'; choose from .*squad, cmrc2018"),
+    (CMRC_DATA, "cmrc2018,bleu", r"unknown metric 'bleu'; choose one of .*squad, cmrc2018"),
     (CMRC_DATA, "CMRC2018", r"unknown metric 'CMRC2018'"),
 ])
 def test_bad_metric_choices_are_one_line_exit_2(write_json, dataset, metrics, message):

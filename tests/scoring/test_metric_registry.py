@@ -18,12 +18,12 @@ def test_the_leaderboard_metric_is_registered_first_and_never_selected_as_an_ext
 
 def test_unknown_names_are_one_line_listing_the_known_ones(write_json):
     dataset = load_dataset(write_json("d.json", CHOICE_DATA))
-    with pytest.raises(ExpmrcError, match=r"unknown metric 'bleu'; choose from"):
+    with pytest.raises(ExpmrcError, match=r"^unknown metric 'bleu'; choose one of loca, lexical-loca, squad, cmrc2018, grounding$"):
         select("bleu", dataset)
 
 
 def test_a_metric_of_the_other_task_is_refused_naming_the_file(write_json, monkeypatch):
-    span_only = Metric("span-only", "x", ("span",), (), ("X",), lambda q, p: {"x": 1.0}, percent_mean(("x",), ("X",)))
+    span_only = Metric("span-only", "x", ("span",), ("X",), lambda q, p: {"x": 1.0}, percent_mean(("x",), ("X",)))
     monkeypatch.setitem(METRICS, "span-only", span_only)
     path = write_json("c.json", CHOICE_DATA)
     with pytest.raises(ExpmrcError, match=r"c\.json: metric span-only applies to span data, this is c3 \(choice\)"):

@@ -213,3 +213,19 @@ def test_missing_punkt_data_is_one_line_with_the_fix(write_json, tmp_path):
     assert result.stderr.strip().splitlines() == [
         "error: NLTK's English Punkt data (tokenizers/punkt_tab/english/) is missing: run "
         "`python -m nltk.downloader punkt_tab` or point NLTK_DATA at a folder that holds it"]
+
+
+def test_the_signature_names_the_metrics_and_mode_in_use(write_json):
+    from expmrc.metrics.registry import select
+    from expmrc.scoring.scorer import signature
+
+    dataset = load_dataset(write_json("s.json", SPAN_DATA))
+    plain = score(dataset, SPAN_PRED, metrics=[])
+    with_loca = score(dataset, SPAN_PRED, metrics=select("loca,grounding", dataset))
+    assert "metrics:" not in signature([plain]) and signature([plain]) == signature()
+    assert "|f1:max-over-refs|metrics:loca+grounding|ci:x" in signature([with_loca], "ci:x")
+    no_evidence = {**SPAN_DATA, "data": [{**a, "paragraphs": [{**p, "qas": [{k: v for k, v in qa.items() if k != "evidences"}
+                                                                             for qa in p["qas"]]} for p in a["paragraphs"]]}
+                                        for a in SPAN_DATA["data"]]}
+    answers_only = score(load_dataset(write_json("n.json", no_evidence)), SPAN_PRED, metrics=[], answers_only=True)
+    assert signature([answers_only]).endswith("|mode:answers-only")

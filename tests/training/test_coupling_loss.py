@@ -14,11 +14,12 @@ from expmrc.data.datasets import load_dataset
 from expmrc.decoding.predictions import decode_predictions
 from expmrc.features.span import build_span_features
 from expmrc.features.windows import IGNORE, WindowDataset, uses_token_types
+from expmrc.inference.predictor import predict
 from expmrc.metrics.coupling import span_aggregate, span_question
 from expmrc.models.backbones import load_task_model, resolve_source
-from expmrc.models.heads import coupling_regularizer, gold_probability
+from expmrc.models.heads import COUPLING_DEFAULTS, LossSettings, coupling_regularizer, gold_probability
 from expmrc.models.span import SpanModel
-from expmrc.training.loop import TrainConfig, make_accelerator, predict, train
+from expmrc.training.loop import TrainConfig, make_accelerator, train
 from expmrc.training.span_task import run_span
 from helpers.common import needs_punkt, record_figures, seeded
 from helpers.span_data import distractor_file, make_span_file
@@ -71,8 +72,7 @@ def loca_after_training(tmp_path, coupling):
                          train_batch_size=16, save_checkpoints_steps=10_000, logging_steps=10_000, seed=seeded(1))
     accelerator = make_accelerator(config)
     source = resolve_source(str(tiny_backbone("bert", hidden=64, seed=seeded(0))))
-    model, _ = load_task_model(SpanModel, source)
-    model.loss_lambda, model.coupling = 0.003, coupling
+    model, _ = load_task_model(SpanModel, source, LossSettings(0.003, coupling is not None, coupling or COUPLING_DEFAULTS))
     types = uses_token_types(source.tokenizer, model.config)
     train_table, _ = build_span_features(train_set.questions, source.tokenizer, 64, 16, 16, True, types)
     dev_table, _ = build_span_features(dev_set.questions, source.tokenizer, 64, 16, 16, False, types)

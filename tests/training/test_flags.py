@@ -11,14 +11,20 @@ from helpers.tiny_bert import make_tiny_bert_folder
 
 from expmrc.cli import run_guarded
 from expmrc.errors import ExpmrcError
-from expmrc.training.span_task import run_span
-from expmrc.training.baseline import train_config
+from expmrc.models.heads import LossSettings
 from expmrc.training.choice_task import run_choice
-from expmrc.training.flags import build_parser, check_flags, ignored_flags
+from expmrc.training.flags import build_parser, ignored_flags, parse_config
+from expmrc.training.loop import TrainConfig
+from expmrc.training.span_task import run_span
 
 
 def parse(task, *argv):
     return build_parser(task).parse_args(["--output_dir", "out", *argv])
+
+
+def config(task, *argv):
+    """The typed configuration a command line parses into (the flags checked once, part by part)."""
+    return parse_config(task, build_parser(task), ["--output_dir", "out", *argv])
 
 
 def test_original_boolean_spellings():
@@ -55,6 +61,12 @@ def test_defaults_are_the_original_scripts(task):
     assert (args.warmup_proportion, args.weight_decay) == (0.1, 0.01)
 
 
+def test_the_training_configuration_defaults_are_the_flags_defaults():
+    parsed = config("span", "--do_predict", "--predict_file=d")
+    assert parsed.training == TrainConfig(output_dir="out")  # one set of defaults, not a second copy
+    assert parsed.loss == LossSettings(0.1) and parsed.given == {"output_dir", "do_predict", "predict_file"}
+
+
 def test_original_tpu_flags_parse_and_are_listed_as_ignored():
     args = parse("choice", "--iterations_per_loop=100", "--num_tpu_cores", "32", "--gcp_project=p",
                  "--master=grpc://10.0.0.2:8470", "--verbose_logging=True", "--tpu_name=t", "--tpu_zone=z",
@@ -65,18 +77,19 @@ def test_original_tpu_flags_parse_and_are_listed_as_ignored():
 
 
 def test_original_script_line_parses_into_a_train_config():
-    args = parse("span", "--vocab_file=v.txt", "--bert_config_file=c.json", "--init_checkpoint=bert_model.ckpt",
-                 "--do_train=True", "--train_file=t.json", "--do_predict=True", "--predict_file=d.json",
-                 "--train_batch_size=16", "--predict_batch_size=4", "--num_train_epochs=3",
-                 "--max_seq_length=384", "--max_answer_length=20", "--doc_stride=64", "--learning_rate=5e-5",
-                 "--loss_lambda=0.05", "--rand_seed=7", "--save_checkpoints_steps=500", "--do_lower_case=True",
-                 "--use_tpu=False", "--tpu_name=x", "--tpu_zone=y", "--task_name=cmrc2018",
-                 "--train_tfrecord=t.pt", "--predict_tfrecord=p.pt", "--mixed_precision=bf16",
-                 "--gradient_accumulation_steps=2", "--max_steps=10", "--logging_steps=5")
-    check_flags(args)
-    config = train_config(args)
-    assert (config.train_batch_size, config.seed, config.learning_rate, config.max_steps) == (16, 7, 5e-5, 10)
-    assert (config.mixed_precision, config.gradient_accumulation_steps, config.save_checkpoints_steps) == ("bf16", 2, 500)
+    args = ("--vocab_file=v.txt", "--bert_config_file=c.json", "--init_checkpoint=bert_model.ckpt",
+            "--do_train=True", "--train_file=t.json", "--do_predict=True", "--predict_file=d.json",
+            "--train_batch_size=16", "--predict_batch_size=4", "--num_train_epochs=3",
+            "--max_seq_length=384", "--max_answer_length=20", "--doc_stride=64", "--learning_rate=5e-5",
+            "--loss_lambda=0.05", "--rand_seed=7", "--save_checkpoints_steps=500", "--do_lower_case=True",
+            "--use_tpu=False", "--tpu_name=x", "--tpu_zone=y", "--task_name=cmrc2018",
+            "--train_tfrecord=t.pt", "--predict_tfrecord=p.pt", "--mixed_precision=bf16",
+            "--gradient_accumulation_steps=2", "--max_steps=10", "--logging_steps=5")
+    parsed = parse_config("span", build_parser("span"), ["--output_dir", "out", *args])
+    train = parsed.training
+    assert (train.train_batch_size, train.seed, train.learning_rate, train.max_steps) == (16, 7, 5e-5, 10)
+    assert (train.mixed_precision, train.gradient_accumulation_steps, train.save_checkpoints_steps) == ("bf16", 2, 500)
+    assert (parsed.loss.loss_lambda, parsed.task.max_answer_length, parsed.paths.train_tfrecord) == (0.05, 20, "t.pt")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -88,7 +101,7 @@ def test_original_script_line_parses_into_a_train_config():
 ])
 def test_impossible_flag_combinations_are_refused(argv, message):
     with pytest.raises(ExpmrcError, match=message):
-        check_flags(parse("span", *argv))
+        config("span", *argv)
 
 
 @pytest.mark.parametrize("flag, value, message", [
@@ -104,9 +117,8 @@ def test_impossible_flag_combinations_are_refused(argv, message):
     ("--warmup_proportion", "nan", "--warmup_proportion must be a finite number, got nan"),
 ])
 def test_float_flags_must_be_finite_and_in_range_before_any_work(flag, value, message):
-    args = parse("span", "--do_train=True", "--train_file=t.json", f"{flag}={value}")
     with pytest.raises(ExpmrcError, match=message.replace("[", r"\[").replace(")", r"\)").replace("+", r"\+")):
-        check_flags(args)
+        config("span", "--do_train=True", "--train_file=t.json", f"{flag}={value}")
 
 
 def test_a_run_with_the_original_tpu_flags_logs_one_line_naming_them(tmp_path, capsys):
@@ -138,11 +150,11 @@ def test_fp16_on_cpu_is_one_line_and_exit_2_before_any_work(tmp_path, capsys):
 
 def test_speed_and_memory_flags_reach_the_train_config():
     assert parse("span").mixed_precision == "auto" and parse("span").group_by_length is True
-    args = parse("choice", "--tf32", "False", "--group_by_length=False", "--per_device_micro_batch=4",
-                 "--torch_compile", "--cache_dir=/tmp/c", "--keep_final_checkpoints=True")
-    config = train_config(args)
-    assert (config.tf32, config.group_by_length, config.per_device_micro_batch, config.torch_compile) == \
+    parsed = config("choice", "--do_predict", "--predict_file=d", "--tf32", "False", "--group_by_length=False",
+                    "--per_device_micro_batch=4", "--torch_compile", "--cache_dir=/tmp/c", "--keep_final_checkpoints=True")
+    train = parsed.training
+    assert (train.tf32, train.group_by_length, train.per_device_micro_batch, train.torch_compile) == \
         (False, False, 4, True)
-    assert (args.cache_dir, args.keep_final_checkpoints) == ("/tmp/c", True)
+    assert (parsed.paths.cache_dir, parsed.keep_final_checkpoints) == ("/tmp/c", True)
     with pytest.raises(ExpmrcError, match="--per_device_micro_batch must be 0"):
-        check_flags(parse("span", "--do_predict", "--predict_file=d", "--per_device_micro_batch=-1"))
+        config("span", "--do_predict", "--predict_file=d", "--per_device_micro_batch=-1")

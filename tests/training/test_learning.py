@@ -20,11 +20,13 @@ from expmrc.decoding.predictions import decode_predictions
 from expmrc.features.choice import build_choice_features
 from expmrc.features.span import build_span_features
 from expmrc.features.windows import WindowDataset, uses_token_types
+from expmrc.inference.predictor import predict
 from expmrc.models.backbones import load_task_model, resolve_source
 from expmrc.models.choice import ChoiceModel
+from expmrc.models.heads import LossSettings
 from expmrc.models.span import SpanModel
 from expmrc.scoring.scorer import score
-from expmrc.training.loop import TrainConfig, make_accelerator, predict, train
+from expmrc.training.loop import TrainConfig, make_accelerator, train
 
 pytestmark = [pytest.mark.slow, pytest.mark.learning, needs_punkt, pytest.mark.usefixtures("learning_threads")]
 NAMES = ["salt", "wool", "timber", "market", "school", "bridge", "stone", "morning", "merchant", "road", "town",
@@ -47,8 +49,7 @@ def run(task, kind, tmp_path, steps, learning_rate):
                          group_by_length=False)
     accelerator = make_accelerator(config)
     source = resolve_source(str(tiny_backbone(kind, hidden=64, seed=seeded(0))))
-    model, _ = load_task_model(SpanModel if task == "span" else ChoiceModel, source)
-    model.loss_lambda = 1.0
+    model, _ = load_task_model(SpanModel if task == "span" else ChoiceModel, source, LossSettings(1.0))
     types = uses_token_types(source.tokenizer, model.config)
 
     def features(dataset, is_training):

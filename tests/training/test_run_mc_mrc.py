@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from helpers.common import dev_set, environment, needs_punkt, predictions
-from expmrc.training.choice_task import run_choice
 from expmrc.cli import run_guarded
 from expmrc.data.datasets import LABELS, load_dataset
+from expmrc.training.choice_task import run_choice
 from helpers.tiny_bert import make_tiny_bert_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,7 +133,7 @@ def test_bad_input_is_one_line_and_a_failed_run(inputs, tmp_path, capsys):
             "--output_dir", str(tmp_path / "run"), "--max_seq_length=128"]
     assert run_guarded(run_choice, argv) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == \
-        f"error: {squad}: is a squad (span extraction) file; run_mc_mrc.py needs RACE or C3 data"
+        f"error: {squad}: is a squad (span-extraction) file, not multiple-choice data (race, c3)"
     assert not (tmp_path / "run").exists()  # inputs are checked before any work: no run was started
 
     argv = ["--model_name_or_path", str(inputs["model"]), "--do_predict", "--predict_file", str(inputs["dev"]),

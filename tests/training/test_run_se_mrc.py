@@ -190,8 +190,8 @@ def test_bad_input_is_one_line_and_a_failed_run(inputs, tmp_path, capsys):
             "--output_dir", str(tmp_path / "run"), "--max_seq_length=64"]
     assert run_guarded(run_span, argv) == 2
     err = capsys.readouterr().err
-    assert err.strip().splitlines()[-1] == (f"error: {choice}: is a c3 (multiple-choice) file; "
-                                            "run_se_mrc.py needs span extraction data")
+    assert err.strip().splitlines()[-1] == (f"error: {choice}: is a c3 (multiple-choice) file, not "
+                                            "span-extraction data (squad, cmrc2018)")
     assert not (tmp_path / "run").exists()  # inputs are checked before any work: no run was started
 
     squad_own = tmp_path / "train-v1.1.json"  # SQuAD's release says only "1.1": --task_name decides

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from expmrc.data.runs import RunRecord, recorded_run
 from expmrc.errors import ExpmrcError
-from expmrc.training.rundir import recorded_run
 
 
-def info():
-    return {"task": "span", "loss_lambda": 0.01, "rand_seed": 12345, "global_step": 0, "status": "running"}
+def info(**changed):
+    return RunRecord("baseline", {"task": "span", "loss_lambda": 0.01, "rand_seed": 12345, "global_step": 0, **changed})
 
 
 def read(tmp_path):
@@ -22,7 +22,7 @@ def read(tmp_path):
 def test_running_then_finished(tmp_path):
     with recorded_run(str(tmp_path), info()) as record:
         assert read(tmp_path)["status"] == "running"
-        record["global_step"] = 7
+        record.settings["global_step"] = 7
     done = read(tmp_path)
     assert (done["status"], done["global_step"], done["task"], done["loss_lambda"]) == ("finished", 7, "span", 0.01)
     assert list(done) == sorted(done)  # keys sorted: the file diffs cleanly
@@ -47,9 +47,9 @@ def test_an_interruption_is_its_own_status_with_the_step_to_resume_from(tmp_path
 
 def test_a_refused_rerun_never_rewrites_a_finished_record(tmp_path):
     with recorded_run(str(tmp_path), info()) as record:
-        record["global_step"] = 9
+        record.settings["global_step"] = 9
     finished = read(tmp_path)
     with pytest.raises(ExpmrcError):
-        with recorded_run(str(tmp_path), {**info(), "loss_lambda": 0.5}):
+        with recorded_run(str(tmp_path), info(loss_lambda=0.5)):
             raise ExpmrcError("checkpoint was written with seed = 1, this run has 2")
     assert read(tmp_path) == finished

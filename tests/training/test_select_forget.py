@@ -14,9 +14,9 @@ from safetensors.torch import load_file
 
 from expmrc.cli import run_guarded
 from expmrc.data.datasets import load_dataset
+from expmrc.data.runs import PREDICT_ONLY_DIR
 from expmrc.metrics.coupling import choice_aggregate, choice_question, span_aggregate, span_question
 from expmrc.training.choice_task import run_choice
-from expmrc.training.rundir import PREDICT_ONLY_DIR
 from expmrc.training.select_forget import DROPPED, SELECTED, TEACHER_FORCED, choose_span, evidence_only
 from expmrc.training.span_task import run_span
 from helpers.choice_data import choice_distractor_file

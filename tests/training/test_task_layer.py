@@ -3,7 +3,6 @@ predict-only keeps the training record, and reruns with other settings or mostly
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 
@@ -12,12 +11,12 @@ import torch
 
 from expmrc.cli import run_guarded
 from expmrc.data.datasets import load_dataset
-from expmrc.decoding.rerun import FineTuned
+from expmrc.data.runs import PREDICT_ONLY_DIR, SCHEMA
 from expmrc.errors import ExpmrcError
+from expmrc.inference.rerun import FineTuned
+from expmrc.tasks import TASKS, TaskSettings
 from expmrc.training.choice_task import run_choice
-from expmrc.training.rundir import PREDICT_ONLY_DIR, SCHEMA
 from expmrc.training.span_task import run_span
-from expmrc.training.tasks import TASKS, TaskSettings
 from helpers.choice_data import choice_file
 from helpers.common import predictions
 from helpers.span_data import make_span_file
@@ -125,7 +124,7 @@ def test_settings_are_defined_once_and_recorded_settings_are_checked(tmp_path):
         with pytest.raises(ExpmrcError, match=message):
             TASKS["choice"].settings_from_record(bad, "run/model/config.json")
     with pytest.raises(ExpmrcError, match="--max_query_length must be a whole number"):
-        TaskSettings.from_args(argparse.Namespace(max_query_length=0))
+        TaskSettings(max_query_length=0).checked("--")
 
 
 def test_the_run_record_says_its_schema_and_environment_and_a_newer_one_is_refused(runs, tmp_path):

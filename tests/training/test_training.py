@@ -12,9 +12,9 @@ from expmrc.errors import ExpmrcError
 from helpers.common import record_figures, seeded
 import numpy as np
 
+from expmrc.inference.predictor import predict
 from expmrc.training.loop import (MEGABATCH, BatchStream, TrainConfig, batch_indices, checkpoint_steps,
-                                  grouped_epoch_order, make_accelerator, parameter_groups, predict,
-                                  resolve_precision, train)
+                                  grouped_epoch_order, make_accelerator, parameter_groups, resolve_precision, train)
 
 
 class Toy(torch.nn.Module):

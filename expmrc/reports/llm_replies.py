@@ -7,15 +7,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from expmrc.data.runs import LLM_RESPONSES, peek
 from expmrc.errors import ExpmrcError
-
-RESPONSES = "responses.jsonl"
 
 
 def llm_replies(submission_path: str) -> dict[str, dict[str, Any]]:
-    """Per question id, what the page shows; empty unless the submission sits in an `expmrc llm` run folder."""
-    path = Path(submission_path).parent / RESPONSES
-    if not path.is_file() or not (path.parent / "run_info.json").is_file():
+    """Per question id, what the page shows; empty unless the submission sits in an `expmrc llm` run folder (one
+    whose run record says so)."""
+    path = Path(submission_path).parent / LLM_RESPONSES
+    record = peek(path.parent)
+    if not path.is_file() or record is None or record.kind != "llm":
         return {}
     shown, number = {}, 0
     try:

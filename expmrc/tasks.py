@@ -4,7 +4,7 @@ feature builder, the model class and the decoder.
 The defaults are the original scripts' own (run_se_mrc.py and run_mc_mrc.py: 384 tokens per window,
 64 question tokens, a stride of 128, answers of at most 30 tokens, 20 candidates), plus
 `max_evidence_length` (128), which the original did not have. The baseline flags parse into a
-`TaskSettings` once (`TaskSettings.from_args`); run_info.json and the fine-tuned folder's config.json
+`TaskSettings` once (`expmrc.training.flags.parse_config`); run_info.json and the fine-tuned folder's config.json
 record it (`as_dict`), and anything that re-predicts reads it back (`TaskSettings.from_record`), so a
 saved model always predicts with the windows and decoding lengths it was trained with. A new task kind
 (yes/no, generative) is one more `TaskSpec` in `TASKS`.
@@ -12,7 +12,6 @@ saved model always predicts with the windows and decoding lengths it was trained
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +24,7 @@ from expmrc.features.windows import FeatureReport, FeatureTable
 from expmrc.models.choice import ChoiceModel
 from expmrc.models.heads import TaskModel
 from expmrc.models.span import SpanModel
+from expmrc.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,6 @@ class TaskSettings:
     sliding_windows: bool = True  # choice only: slide over long passages instead of cutting them to one window
 
     FEATURE_FIELDS: ClassVar[tuple[str, ...]] = ("max_seq_length", "max_query_length", "doc_stride", "sliding_windows")
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> TaskSettings:
-        """The settings the parsed flags give (a flag a task lacks keeps the default)."""
-        values = {f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)}
-        return cls(**values).checked("--")
 
     @classmethod
     def from_record(cls, values: Any, where: str, defaults: TaskSettings) -> TaskSettings:
@@ -117,15 +111,13 @@ class TaskSpec:
         return TaskSettings.from_record(values, where, self.defaults)
 
 
-TASKS: dict[str, TaskSpec] = {
+TASKS: Registry[TaskSpec] = Registry.of("task", {
     "span": TaskSpec("span", TaskSettings(), span_features, SpanModel),
     # the original run_mc_mrc.py cut each passage to one window; sliding windows stay behind a flag
     "choice": TaskSpec("choice", TaskSettings(sliding_windows=False), choice_features, ChoiceModel),
-}
+})
 
 
 def task_spec(kind: Any, where: str) -> TaskSpec:
     """The registered spec of a task kind; one line naming `where` for an unknown one."""
-    if kind not in TASKS:
-        raise ExpmrcError(f"{where}: the recorded task is {kind!r}, not one of {', '.join(TASKS)}")
-    return TASKS[kind]
+    return TASKS.lookup(kind, f"{where}: ")

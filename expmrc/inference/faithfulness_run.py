@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from tqdm import tqdm
 
 from expmrc.data.datasets import Dataset, Question, SpanQuestion, passage_of
-from expmrc.decoding.rerun import FineTuned, Predicted
 from expmrc.errors import ExpmrcError
+from expmrc.inference.rerun import FineTuned, Predicted
 from expmrc.metrics.coupling import option_index
 from expmrc.metrics.faithfulness import (Deletions, Erasure, answer_changed, erasure_figures,
                                          farm, order_facts, up_to)

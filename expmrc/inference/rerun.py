@@ -3,9 +3,9 @@ list of questions exactly as the run predicted its own.
 
 `expmrc faithfulness` re-predicts passages it edited itself, so it builds the windows of the questions it
 is given (no feature cache). Everything else is the run's: the settings come from the fine-tuned folder's
-record (`config.json` → `expmrc.settings`, read by the task layer, `expmrc.training.tasks`), else from
+record (`config.json` → `expmrc.settings`, read by the task layer, `expmrc.tasks`), else from
 the run's run_info.json; the windows are built by the task's feature builder, run through the one
-prediction loop (`expmrc.training.loop.predict_items`: longest first, under the run's autocast
+prediction loop (`expmrc.inference.predictor.predict_items`: longest first, under the run's autocast
 precision, in batches of the run's --predict_batch_size unless told otherwise) and decoded by the
 task's decoder. So a saved run re-predicts its own dev_predictions.json.
 """
@@ -23,16 +23,15 @@ import numpy as np
 import torch
 
 from expmrc.data.datasets import Question, SpanQuestion
+from expmrc.data.runs import MODEL_DIR, RUN_INFO, RunRecord, check_schema
 from expmrc.decoding.spans import span_probability
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import FeatureTable, WindowDataset, uses_token_types
+from expmrc.inference.predictor import PREDICT_BATCH_SIZE, predict_items
 from expmrc.metrics.leaderboard import score_tokens
 from expmrc.models.backbones import load_task_model, resolve_source, training_record
-from expmrc.training.loop import predict_items
-from expmrc.training.rundir import MODEL_DIR, check_schema, read_run_info
-from expmrc.training.tasks import TaskSettings, TaskSpec, task_spec
+from expmrc.tasks import TaskSettings, TaskSpec, task_spec
 
-DEFAULT_BATCH_SIZE = 32  # windows per forward pass when the record names none (the baselines' default)
 
 
 def find_model(path: str) -> tuple[Path, Path | None]:
@@ -42,7 +41,7 @@ def find_model(path: str) -> tuple[Path, Path | None]:
     if (root / MODEL_DIR / "config.json").is_file():
         return root / MODEL_DIR, root
     if (root / "config.json").is_file():
-        return root, root.parent if read_run_info(str(root.parent)) is not None else None
+        return root, root.parent if (root.parent / RUN_INFO).is_file() else None
     if not root.exists():
         raise ExpmrcError(f"{path}: no such run directory or model folder")
     raise ExpmrcError(f"{path}: holds no fine-tuned model (neither {MODEL_DIR}/config.json nor config.json); "
@@ -76,10 +75,9 @@ def recorded_settings(spec: TaskSpec, record: dict[str, Any], folder: Path, run_
     """The settings the model was trained and decoded with: its folder's record, else its run's run_info.json."""
     if "settings" in record:
         return spec.settings_from_record(record["settings"], f"{folder / 'config.json'}")
-    info = read_run_info(str(run_dir)) if run_dir is not None else None
-    if run_dir is not None and info is not None and "settings" in info:
-        check_schema(info, f"{run_dir / 'run_info.json'}")
-        return spec.settings_from_record(info["settings"], f"{run_dir / 'run_info.json'}")
+    info = RunRecord.read(run_dir) if run_dir is not None else None
+    if run_dir is not None and info is not None and "settings" in info.settings:
+        return spec.settings_from_record(info.get("settings"), f"{run_dir / RUN_INFO}")
     raise ExpmrcError(f"{folder / 'config.json'}: records no window and decoding settings (a model fine-tuned by an "
                       "older version); train it again to predict with it")
 
@@ -156,7 +154,7 @@ class FineTuned:
         self.autocast = autocast_for(record.get("mixed_precision"), self.device)
         recorded_batch = record.get("predict_batch_size")
         self.batch_size = batch_size or (recorded_batch if isinstance(recorded_batch, int) and recorded_batch > 0
-                                         else DEFAULT_BATCH_SIZE)
+                                         else PREDICT_BATCH_SIZE)
         self.name = str(folder)
 
     def features(self, questions: Sequence[Question]) -> FeatureTable:

@@ -1,0 +1,1 @@
+"""Inference: a fine-tuned model predicting questions (the prediction loop, re-prediction, faithfulness)."""

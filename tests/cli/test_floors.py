@@ -1,0 +1,124 @@
+"""The package's floors (docs/design.md): every import runs down, never up, and no modules import each other
+round a loop."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MARK = "<!-- floors: read by tests/cli/test_floors.py -->"
+
+
+def floors(root: Path) -> dict[str, int]:
+    """Each floor's folders and top-level modules (`data/`, `tasks.py`) -> its number, from docs/design.md."""
+    text = (root / "docs" / "design.md").read_text(encoding="utf-8")
+    block = text.split(MARK, 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    found: dict[str, int] = {}
+    for line in block.splitlines():
+        number, *words = line.split()
+        for word in words:
+            if not re.fullmatch(r"[a-z_]+(/|\.py)", word):
+                break
+            found[word] = int(number)
+    return found
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Each package module -> the package modules it imports, at its top or inside functions (lazy ones too)."""
+    paths = {module_name(root, path): path for path in sorted((root / "expmrc").rglob("*.py"))}
+    graph = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                found |= {f"{base}.{alias.name}" if f"{base}.{alias.name}" in paths else base for alias in node.names}
+        graph[name] = {target for target in found if target in paths and target != name}
+    return graph
+
+
+def floor_of(module: str, table: dict[str, int]) -> int:
+    """The floor of a module: its folder's, or its own as a top-level module (`expmrc` itself: __init__.py)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return table["__init__.py"]
+    key = f"{parts[1]}/" if len(parts) > 2 or f"{parts[1]}/" in table else f"{parts[1]}.py"
+    assert key in table, f"{module} is on no floor: add {key} to the floors in docs/design.md"
+    return table[key]
+
+
+def upward_imports(root: Path) -> list[str]:
+    table = floors(root)
+    return [f"{name} -> {target}" for name, targets in sorted(import_graph(root).items()) for target in sorted(targets)
+            if floor_of(target, table) > floor_of(name, table)]
+
+
+def cycles(root: Path) -> list[str]:
+    """The modules that can reach themselves by following imports."""
+    graph, found = import_graph(root), []
+    for start in graph:
+        seen, stack = set(), list(graph[start])
+        while stack:
+            node = stack.pop()
+            if node == start:
+                found.append(start)
+                break
+            if node not in seen:
+                seen.add(node)
+                stack.extend(graph[node])
+    return found
+
+
+def test_every_import_runs_down_the_floors():
+    table = floors(ROOT)
+    assert table["cli/"] > table["reports/"] > table["training/"] > table["inference/"] > table["tasks.py"] \
+        > table["decoding/"] > table["data/"] > table["errors.py"]
+    assert upward_imports(ROOT) == []
+
+
+def test_no_module_imports_itself_round_a_loop():
+    assert cycles(ROOT) == []
+
+
+def test_an_upward_import_and_a_loop_are_caught(tmp_path):
+    (tmp_path / "docs").mkdir()
+    shutil.copy(ROOT / "docs" / "design.md", tmp_path / "docs" / "design.md")
+    for folder in ("data", "training"):
+        (tmp_path / "expmrc" / folder).mkdir(parents=True)
+        (tmp_path / "expmrc" / folder / "__init__.py").write_text("")
+    (tmp_path / "expmrc" / "__init__.py").write_text("")
+    (tmp_path / "expmrc" / "data" / "io.py").write_text("def f():\n    from expmrc.training.loop import train\n")
+    (tmp_path / "expmrc" / "training" / "loop.py").write_text("from expmrc.data import io\n")
+    assert upward_imports(tmp_path) == ["expmrc.data.io -> expmrc.training.loop"]
+    assert cycles(tmp_path) == ["expmrc.data.io", "expmrc.training.loop"]
+
+
+def test_the_namespace_stops_at_the_command_line():
+    """No function past the command line and the baseline flag parser takes an argparse Namespace: each run
+    takes its typed configuration."""
+    allowed = {"expmrc/training/flags.py"}
+    takers = []
+    for path in sorted((ROOT / "expmrc").rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name.startswith("expmrc/cli/") or name in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                annotations = [a.annotation for a in [*node.args.args, *node.args.kwonlyargs] if a.annotation]
+                if any("Namespace" in ast.unparse(a) for a in annotations):
+                    takers.append(f"{name}: {node.name}")
+    assert takers == []
