@@ -18,10 +18,12 @@ from expmrc.features.span import build_span_features
 from expmrc.data.datasets import load_dataset
 from expmrc.features.windows import WindowDataset
 from expmrc.models.backbones import load_task_model, resolve_source
+from expmrc.models.heads import LossSettings
 from expmrc.models.span import SpanModel
-from expmrc.training.flags import build_parser, check_flags, compile_buckets
+from expmrc.training.flags import build_parser, parse_config
+from expmrc.inference.predictor import to_device
 from expmrc.training.loop import (ADAM_EPSILON, LossWindow, TrainConfig, batch_indices, default_buckets,
-                                  make_accelerator, parameter_groups, to_device, train)
+                                  make_accelerator, parameter_groups, train)
 from expmrc.training.span_task import run_span
 from helpers.span_data import make_span_file
 from helpers.tiny_bert import make_tiny_bert_folder
@@ -101,8 +103,10 @@ def test_bucketed_batches_hold_the_eager_windows_and_labels_padded_to_a_bucket(t
         eager.bucketed((8,)).batch([int(np.argmax(lengths))])
 
 
-def parse(*argv: str):
-    return build_parser("span").parse_args(["--output_dir", "out", "--do_predict", "--predict_file=d", *argv])
+def parse(*argv: str) -> TrainConfig:
+    """The training part of a baseline command line's configuration."""
+    return parse_config("span", build_parser("span"), ["--output_dir", "out", "--do_predict", "--predict_file=d",
+                                                        *argv]).training
 
 
 def test_default_buckets_stop_at_max_seq_length():
@@ -110,9 +114,10 @@ def test_default_buckets_stop_at_max_seq_length():
     assert default_buckets(384) == (128, 256, 384)
     assert default_buckets(300) == (128, 256, 300)
     assert default_buckets(64) == (64,)
-    assert compile_buckets(parse("--torch_compile=True", "--max_seq_length=512")) == (128, 256, 384, 512)
-    assert compile_buckets(parse("--torch_compile=True", "--max_seq_length=64", "--compile_buckets=32,64")) == (32, 64)
-    assert compile_buckets(parse()) == ()
+    assert parse("--torch_compile=True", "--max_seq_length=512").compile_buckets == (128, 256, 384, 512)
+    assert parse("--torch_compile=True", "--max_seq_length=64", "--compile_buckets=32,64").compile_buckets == (32, 64)
+    assert parse().compile_buckets == ()
+    assert parse("--torch_compile", "--torch_compile_mode=reduce-overhead").compile_mode == "reduce-overhead"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -127,7 +132,7 @@ def test_default_buckets_stop_at_max_seq_length():
 ])
 def test_bad_bucket_lists_are_refused_in_one_line(argv, message):
     with pytest.raises(ExpmrcError, match=message):
-        check_flags(parse(*argv))
+        parse(*argv)
 
 
 def test_a_bucket_list_without_compiling_is_one_line_and_exit_2(tiny, capsys):
@@ -144,8 +149,7 @@ def tiny_span_setup(tiny, seed: int = 0):
     questions = load_dataset(str(tiny["train"]), "squad").questions
     table, _ = build_span_features(questions, tokenizer, 64, 16, 16, True, True)
     torch.manual_seed(seed)
-    model, _ = load_task_model(SpanModel, resolve_source(str(tiny["model"])))
-    model.loss_lambda = 0.5
+    model, _ = load_task_model(SpanModel, resolve_source(str(tiny["model"])), LossSettings(0.5))
     return model, WindowDataset(table, True, 0, 1, 64)
 
 
