@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from expmrc.data import subsets
 from expmrc.data.datasets import Dataset
 from expmrc.data.io import atomic_directory
 from expmrc.data.rows import dataset_rows, document, first_difference
@@ -16,7 +17,6 @@ from expmrc.errors import ExpmrcError
 
 FORMATS = ("parquet", "jsonl")  # --format, which is also the files' extension
 LICENSE = "cc-by-sa-4.0"
-NAMES = {"squad": "SQuAD", "cmrc2018": "CMRC 2018", "race": "RACE+", "c3": "C3"}
 SOURCES = {"squad": "SQuAD 1.1 (Rajpurkar et al., 2016)", "cmrc2018": "CMRC 2018 (Cui et al., 2019)",
            "race": "RACE (Lai et al., 2017)", "c3": "C3 (Sun et al., 2020)"}
 CITATION = """\
@@ -30,6 +30,11 @@ CITATION = """\
   year    = {2022},
   doi     = {10.1016/j.heliyon.2022.e09290}
 }"""
+
+
+def display_name(name: str) -> str:
+    """A subset's display name from the subset table (the name itself for a subset it does not hold)."""
+    return next((entry.display for entry in subsets.TABLE if entry.name == name), name)
 
 
 @dataclass
@@ -126,7 +131,7 @@ def card(written: list[Exported], loaded: list[Dataset], split: str) -> str:
     import yaml  # PyYAML comes with `datasets`
 
     header = yaml.safe_dump(card_metadata(written, loaded, split), sort_keys=False, allow_unicode=True)
-    configs = "\n".join(f"| `{w.subset}` | {NAMES.get(w.subset, w.subset)} | {w.rows} | `{w.file}` | "
+    configs = "\n".join(f"| `{w.subset}` | {display_name(w.subset)} | {w.rows} | `{w.file}` | "
                         f"{SOURCES.get(w.subset, '')} | {'exact' if w.difference is None else 'differs at `' + w.difference + '`'} |"
                         for w in written)
     first = written[0].subset
