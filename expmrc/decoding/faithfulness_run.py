@@ -145,7 +145,7 @@ def _question_records(question: Question, first: Predicted, edited: Predicted, v
 def run_faithfulness(model: FineTuned, dataset: Dataset, max_k: int, progress: bool = True) -> Faithfulness:
     """Edit, re-predict and score every question of `dataset` (module docstring)."""
     if isinstance(max_k, bool) or not isinstance(max_k, int) or max_k < 1:
-        raise ExpmrcError(f"--max_k must be a whole number of at least 1, got {max_k!r}")
+        raise ExpmrcError(f"--max-k must be a whole number of at least 1, got {max_k!r}")
     if dataset.kind != model.kind:
         raise ExpmrcError(f"{model.name}: a fine-tuned {model.kind} model; {dataset.path} is a {dataset.kind} "
                           f"({dataset.subset}) dataset")
@@ -174,7 +174,7 @@ def run_faithfulness(model: FineTuned, dataset: Dataset, max_k: int, progress: b
             try:
                 order = order_facts(sentences, scores, span)
             except ValueError as exc:
-                raise ExpmrcError(f"question {question.qid}: {exc}") from None
+                raise ExpmrcError(f"{dataset.path}: question {question.qid}: {exc}") from None
             texts = {"without": without_spans(passage, [span]) if span[1] > span[0] else passage,
                      "only": prediction["evidence"]}
             for group, facts in (("relevant", order.relevant), ("irrelevant", order.irrelevant)):

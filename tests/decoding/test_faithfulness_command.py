@@ -83,6 +83,7 @@ def test_span_run_directory(runs, capsys, tmp_path):
 
 
 def test_choice_model_folder_text_and_max_k(runs, capsys, tmp_path):
+    # --max_k: the earlier spelling of --max-k, kept as a hidden alias
     status, out, _ = faithfulness(capsys, runs["choice"] / "model", runs["choice_dev"], "--max_k", "2",
                                   "--output", tmp_path / "f.json", "--details", tmp_path / "d.jsonl")
     assert status == 0
@@ -115,8 +116,8 @@ def test_bad_input_is_one_line(runs, capsys, tmp_path):
     assert status == 2 and "holds no fine-tuned model" in err and err.count("\n") == 1
     status, _, err = faithfulness(capsys, runs["root"] / "bert", runs["span_dev"])
     assert status == 2 and "not a fine-tuned expmrc model" in err
-    status, _, err = faithfulness(capsys, runs["span"], runs["span_dev"], "--max_k", "0")
-    assert status == 2 and "--max_k must be at least 1" in err
+    status, _, err = faithfulness(capsys, runs["span"], runs["span_dev"], "--max-k", "0")
+    assert status == 2 and "--max-k must be at least 1" in err
     assert not (tmp_path / "d.jsonl").exists()
 
 
