@@ -283,7 +283,7 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
                     chunk = smaller_chunk(chunk, config, accelerator, run.optimizer)
             mark_step(accelerator)
             if not math.isfinite(float(accelerator.reduce(loss, "mean"))):
-                raise ExpmrcError(f"step {step + 1}: the loss is {float(loss)}; training stopped (lower "
+                raise ExpmrcError(f"{config.output_dir}: step {step + 1}: the loss is {float(loss)}; training stopped (lower "
                                   "--learning_rate, or use --mixed_precision bf16/no instead of fp16)")
             bar.update(1)
             done = step + 1
@@ -326,7 +326,7 @@ def prepare_training(model: torch.nn.Module, dataset: Batches, config: TrainConf
     resume from the newest checkpoint whose settings match."""
     num_examples = len(dataset)
     if num_examples == 0:
-        raise ExpmrcError("no training features to train on")
+        raise ExpmrcError(f"{config.output_dir}: no training features to train on")
     processes, accumulation = accelerator.num_processes, config.gradient_accumulation_steps
     batch_size = config.train_batch_size
     if batch_size % (processes * accumulation):
