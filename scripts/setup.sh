@@ -4,6 +4,7 @@
 # then this package with its test extras, then NLTK's Punkt data if it is not found (and it fails if
 # Punkt is still missing afterwards, since the scorer cannot run without it).
 set -euo pipefail
+source "$(dirname "$0")/_common.sh"  # --help
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
