@@ -129,3 +129,21 @@ def test_edits_cut_whole_sentences_and_scores_follow_the_candidates():
     assert without_spans(passage, [(0, len(passage))]) == ""
     candidates = [{"start": 0, "end": 11, "probability": 0.5}, {"start": 4, "end": 20, "probability": 0.25}]
     assert sentence_scores(sentences, candidates) == [0.75, 0.25, 0.0]
+
+
+def test_a_question_the_windows_cannot_hold_is_named_with_the_dataset(tmp_path):
+    """The features' refusal (e.g. a question longer than the recorded --max_seq_length leaves room for) comes
+    back with the dataset's file in front, as the baseline scripts give it."""
+    from expmrc.data.datasets import load_dataset
+    from expmrc.decoding.faithfulness_run import run_faithfulness
+    from expmrc.errors import ExpmrcError
+
+    class Refusing:
+        kind, name = "span", "m"
+
+        def predict(self, questions):
+            raise ExpmrcError(f"question {questions[0].qid}: its 70 question tokens leave no room for the passage")
+
+    dataset = load_dataset(make_span_file(tmp_path / "dev.json", 2, seed=3))
+    with pytest.raises(ExpmrcError, match=f"^{tmp_path / 'dev.json'}: question .*: its 70 question tokens"):
+        run_faithfulness(Refusing(), dataset, 2, progress=False)
