@@ -200,7 +200,7 @@ def test_a_training_set_giving_no_window_names_the_file(tmp_path, capsys):
     from expmrc.training.span_task import run_span
     from helpers.tiny_bert import make_tiny_bert_folder
 
-    data = {**SPAN_DATA, "version": "expmrc-squad-train"}
+    data = {**json.loads(json.dumps(SPAN_DATA)), "version": "expmrc-squad-train"}  # a copy: SPAN_DATA is shared
     for qa in data["data"][0]["paragraphs"][0]["qas"]:  # every answer elsewhere than its offset says
         qa["answers"] = [{"text": "Atlantis", "answer_start": 0}]
     train = write(tmp_path / "train.json", data)
