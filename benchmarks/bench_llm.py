@@ -1,6 +1,6 @@
-"""Throughput of `expmrc llm`'s request path and of grounding.
+"""Throughput of `expmrc llm`'s request path, of grounding and of reply parsing.
 
-    python benchmarks/bench_llm.py [--requests 24] [--latency 0.1] [--no-serve]
+    python benchmarks/bench_llm.py [--requests 24] [--latency 0.1] [--no-serve] [--parse-only]
 
 1. Requests/s at concurrency 1, 4 and 16 (ratio to 1, measured in the same run) against two servers on
    127.0.0.1: `transformers serve` with a tiny random chat model (generation-bound, one CPU process) and
@@ -10,6 +10,10 @@
 3. Grounding throughput (quotes/s) on the four dev sets ($EXPMRC_DATA): every question's first gold
    evidence dressed as a model quotes it (doubled spaces, full-/half-width punctuation swapped, a framing
    sentence), grounded with `expmrc.text.grounding.ground_submission`.
+4. Reply parsing (`expmrc.llm.parsing.parse_reply`, CPU seconds): hostile replies of 0.25, 0.5 and 1 MB
+   in many shapes, with the ratio of the 1 MB time to the 0.25 MB time measured in the same run (4 means
+   linear, 16 quadratic); a reply nested 50,000 deep; and the realistic replies of the test corpus
+   (tests/helpers/reply_corpus*.py), per reply.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from helpers.tiny_chat import make_tiny_chat_model
 from expmrc.data.datasets import SUBSETS, load_dataset, passage_of
 from expmrc.llm.backends import OpenAIBackend
 from expmrc.llm.cache import ResponseCache
-from expmrc.llm.run import fetch
+from expmrc.llm.fetch import fetch
+from expmrc.llm.parsing import parse_reply
 from expmrc.text.grounding import ground_submission
 
 
@@ -114,14 +119,66 @@ def grounding_rates() -> None:
               f"{len(submission) / seconds:7.0f} quotes/s  ({counts})")
 
 
+OPTIONS = ["Three pears", "Three apples and bread", "Only bread", "Nothing"]
+HOSTILE = {  # name: (unit repeated to the size, multiple choice?)
+    "open braces": ("{", False),
+    "open brackets in an object": ("[", False),
+    "open quoted keys": ('{"', False),
+    "prose with answer sentences": ("The answer is B. ", True),
+    "answer lines": ("Answer: B\n", True),
+    "answer headings": ("Answer:\n", True),
+    "evidence lines": ("Evidence: It began to rain.\n", False),
+    "label lines": ("A\n", True),
+    "JSON objects": ('{"answer": "B"}', True),
+    "broken JSON objects": ("{'answer': 'B',}", True),
+    "stray closers": ("]}", False),
+    "LaTeX boxes left open": ("\\boxed{", True),
+    "think tags left open": ("<think>", False),
+    "Chinese statements": ("答案是", True),
+    "选 without a letter": ("选", True),
+    "quote marks": ('"', False),
+}
+
+
+def cpu_seconds(reply: str, options: list[str] | None) -> float:
+    started = time.process_time()
+    parse_reply(reply, options)
+    return time.process_time() - started
+
+
+def parsing_costs() -> None:
+    sizes = (250_000, 500_000, 1_000_000)
+    for name, (unit, choice) in HOSTILE.items():
+        prefix = '{"a": ' if unit == "[" else ""
+        times = [cpu_seconds(prefix + unit * (size // len(unit)), OPTIONS if choice else None) for size in sizes]
+        cells = "  ".join(f"{size / 1e6:.2f} MB {t:6.2f} s" for size, t in zip(sizes, times))
+        print(f"parse {name:<28} {cells}   1 MB / 0.25 MB: x{times[-1] / max(times[0], 1e-9):.1f}")
+    deep = "{" * 50_000 + '"answer": "B"' + "}" * 50_000
+    print(f"parse nested 50,000 deep            {cpu_seconds(deep, OPTIONS):.2f} s ({parse_reply(deep, OPTIONS).note})")
+    from helpers.reply_corpus import STYLES, cases
+    from helpers.reply_corpus_heldout import HELD_OUT
+
+    corpus = cases(STYLES) + cases(HELD_OUT)
+    started = time.process_time()
+    for _ in range(10):
+        for case in corpus:
+            parse_reply(case.reply, list(case.item.options) or None)
+    per_reply = (time.process_time() - started) / (10 * len(corpus))
+    print(f"parse realistic replies ({len(corpus)} styles): {1e6 * per_reply:.0f} µs per reply")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=24, help="requests per concurrency level")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the scripted server waits per request")
     parser.add_argument("--max-tokens", type=int, default=16, help="reply length asked of the tiny model")
     parser.add_argument("--no-serve", action="store_true", help="leave out transformers serve")
+    parser.add_argument("--parse-only", action="store_true", help="measure reply parsing only")
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
+    if args.parse_only:
+        parsing_costs()
+        return
     if not args.no_serve:
         with tempfile.TemporaryDirectory() as folder:
             model = str(make_tiny_chat_model(Path(folder) / "tiny"))
@@ -136,6 +193,7 @@ def main() -> None:
                           args.max_tokens)
     cache_hit_cost(200)
     grounding_rates()
+    parsing_costs()
 
 
 if __name__ == "__main__":

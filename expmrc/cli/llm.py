@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 
@@ -15,14 +16,21 @@ verbatim evidence quote as JSON, parse its replies, tie the quotes to the passag
 score the result raw and grounded. The model is reached through any OpenAI-compatible endpoint
 (--base-url: vLLM, SGLang, llama.cpp, Ollama, `transformers serve`, an API; the key is read from the
 environment variable --api-key-env names, never from a flag), or loaded locally with --backend
-transformers. Replies are cached on disk (SQLite), so a rerun or a run resumed after a kill pays for
-no request twice.
+transformers. Replies are cached on disk (SQLite) as they arrive, keyed by the server (or the local
+weights) and the request as sent, so a rerun, or a run resumed after a kill or Ctrl-C, pays for no
+request twice. Ctrl-C sends no new request, waits for those in flight (at most --timeout), and prints
+how many replies are cached and the command that resumes (exit 130).
 
 RUN_DIR receives predictions.json (a complete submission the official scorer reads: letters for
 multiple choice, empty where a reply could not be parsed), grounded.json (evidence and span answers
 replaced by the passage text they were located at), responses.jsonl (per question: messages, raw
-reply, parsed fields and parse status, grounding, tokens, latency), run_info.json (model, backend,
-URL without secrets, template and its hash, shots, sampling, versions, tokens, cost) and scores.json.
+reply and reasoning, parsed fields and parse status, grounding, tokens, latency, finish reason, whether
+it came from the cache), run_info.json (model, backend, URL without secrets, the server's own model id
+and system_fingerprint, template and its hash, system prompt, shots, sampling, versions, tokens, cost)
+and scores.json; with --limit also dataset.json, exactly the questions asked, for eval_expmrc.py.
+
+--samples N (with --temperature above 0) asks N replies per question and keeps the majority answer,
+with the evidence of its best-grounded reply; the agreement rate goes in the record (self-consistency).
 
 Few-shot examples (--shots K) are drawn with --seed from --shots-file, a labelled file such as the
 output of `expmrc pseudo` on training data. Examples from the dev set being scored are refused unless
@@ -35,9 +43,11 @@ examples:
   expmrc llm squad --model Qwen/Qwen2.5-7B-Instruct --base-url http://localhost:8000/v1 --output runs/llm-squad
   expmrc llm c3 --model gpt-4o-mini --shots 3 --shots-file data/c3/train-pseudo-c3.json --price 0.15,0.6 --output runs/c3-gpt
   expmrc llm race --backend transformers --model models/qwen2.5-0.5b-instruct --limit 100 --output runs/race-small
+  expmrc llm cmrc2018 --model qwen2.5:7b --base-url http://localhost:11434/v1 --samples 5 --temperature 0.7 --output runs/sc5
   expmrc llm squad --model gpt-4o-mini --export-batch squad-batch.jsonl          # then, with the provider's output:
   expmrc llm squad --model gpt-4o-mini --import-batch squad-batch-out.jsonl --output runs/squad-batch
-""".format(templates="\n".join(f"  {t.name:<14} {t.task} questions in {t.language}" for t in TEMPLATES.values()))
+""".format(templates="\n".join(f"  {t.name:<17}{t.task} questions in {t.language}{', reasoning first' if t.reasoning else ''}"
+                                         for t in TEMPLATES.values()))
 
 
 def price(text: str) -> tuple[float, float]:
@@ -63,6 +73,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--template", choices=tuple(TEMPLATES), help="a registered prompt template (see above)")
     parser.add_argument("--prompt", metavar="FILE", help="a Jinja2 template of your own for the user message; "
                         "variables: passage, question, options (label, text), task, language")
+    parser.add_argument("--system-prompt", metavar="TEXT|FILE",
+                        help="the system message instead of the template's: a file that exists is read, else the text")
+    parser.add_argument("--no-system", action="store_true",
+                        help="send no system turn: its text goes at the head of the first user turn (for chat "
+                             "templates without a system role)")
     parser.add_argument("--structured", choices=("auto", "off"), default="auto",
                         help="auto: ask for JSON by response_format and a JSON schema, dropped if the server "
                              "refuses it; off: never (default auto)")
@@ -72,6 +87,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="accept examples from the dev set being scored; the run is marked as using it")
     parser.add_argument("--seed", type=integer_in(0, 2**31 - 1), default=0, help="seed for shots and sampling (default 0)")
     parser.add_argument("--temperature", type=number_in(0.0, 2.0), default=0.0, help="0 to 2 (default 0: greedy)")
+    parser.add_argument("--samples", type=integer_in(1, 64), default=1, metavar="N",
+                        help="replies per question, 1 to 64, voted by majority (self-consistency; needs --temperature "
+                             "above 0; default 1)")
     parser.add_argument("--top-p", type=number_in(0.0, 1.0), default=1.0, help="nucleus sampling, 0 to 1 (default 1)")
     parser.add_argument("--max-tokens", type=integer_in(1, 131072), default=512, help="reply length limit (default 512)")
     parser.add_argument("--concurrency", type=integer_in(1, 1024), default=8,
@@ -82,19 +100,56 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="retries on 429, 5xx, timeouts and refused connections, with exponential backoff (default 5)")
     parser.add_argument("--backoff", type=number_in(0.0, 600.0), default=1.0, metavar="SECONDS",
                         help="first retry's wait, doubled for each further retry (default 1; a Retry-After header wins)")
-    parser.add_argument("--timeout", type=number_in(1.0, 86400.0), default=600.0, help="seconds per request (default 600)")
+    parser.add_argument("--timeout", type=number_in(1.0, 86400.0), default=600.0,
+                        help="seconds per request, and the longest Ctrl-C waits for requests in flight (default 600)")
     parser.add_argument("--cache", metavar="FILE", help="response cache (default $EXPMRC_CACHE/llm-responses.sqlite, "
                         "else ~/.cache/expmrc/llm-responses.sqlite)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
-    parser.add_argument("--limit", type=integer_in(1, 10**9), metavar="N", help="only the first N questions (scores over those)")
+    parser.add_argument("--cache-old-keys", action="store_true",
+                        help="also use replies cached by expmrc before the key named the server (they may come from "
+                             "another server or weights behind the same model name)")
+    parser.add_argument("--limit", type=integer_in(1, 10**9), metavar="N",
+                        help="only the first N questions (scores over those; RUN_DIR/dataset.json holds exactly them)")
     parser.add_argument("--price", type=price, metavar="IN,OUT", help="dollars per million prompt,completion tokens: adds the cost")
     parser.add_argument("--export-batch", metavar="FILE", help="write the requests as OpenAI Batch JSONL and stop")
     parser.add_argument("--import-batch", metavar="FILE", help="take the replies from an OpenAI Batch output file")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def resume_command(args: argparse.Namespace) -> str:
+    """The command line that reruns `args` (flags left at their defaults are left out), fit to paste."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    defaults = vars(parser.parse_args([args.subset, "--model", args.model]))
+    words = ["expmrc", "llm", args.subset]
+    for name, value in vars(args).items():
+        if name == "subset" or name not in defaults or (value == defaults[name] and name != "model"):
+            continue
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, tuple):
+            words += [flag, ",".join(repr(v) for v in value)]
+        else:
+            words += [flag, repr(value) if isinstance(value, float) else str(value)]
+    return shlex.join(words)
+
+
+def stopped_line(args: argparse.Namespace, status: int, cached: int, total: int) -> str:
+    """The one line an interrupted run ends with: how many replies are cached and the command that resumes."""
+    from expmrc.llm.run import cache_path
+
+    word = "interrupted" if status == 130 else "terminated"
+    where = cache_path(args)
+    if where is None:
+        return f"{word}: no reply was kept (no response cache); rerun with: {resume_command(args)}"
+    return f"{word}: {cached} of {total} replies are cached in {where}; resume with: {resume_command(args)}"
+
+
 def run(args: argparse.Namespace) -> int:
+    from expmrc.errors import Terminated
     from expmrc.llm import run as llm
+    from expmrc.llm.fetch import Interrupted
 
     start = time.time()
     prepared = llm.prepare(args)
@@ -104,8 +159,23 @@ def run(args: argparse.Namespace) -> int:
         export_batch(args.export_batch, prepared.requests)
         print(f"wrote {len(prepared.requests)} requests to {args.export_batch}", file=sys.stderr)
         return 0
-    fetched, backend = llm.replies(args, prepared)
-    for line in llm.finish(args, prepared, fetched, backend, start):
+    try:
+        fetched, backend = llm.replies(args, prepared)
+    except Interrupted as stop:
+        print(stopped_line(args, stop.status, stop.cached, stop.total), file=sys.stderr)
+        return stop.status
+    except (KeyboardInterrupt, Terminated) as exc:  # while the model loads or the cache is read: nothing sent
+        word, status = ("interrupted", 130) if isinstance(exc, KeyboardInterrupt) else ("terminated", 143)
+        print(f"{word} before any request was sent; rerun with: {resume_command(args)}", file=sys.stderr)
+        return status
+    try:
+        lines = llm.finish(args, prepared, fetched, backend, start)
+    except (KeyboardInterrupt, Terminated) as exc:
+        status = 130 if isinstance(exc, KeyboardInterrupt) else 143
+        kept = sum(r.cacheable for r in fetched.replies.values())
+        print(stopped_line(args, status, kept, len(prepared.requests)), file=sys.stderr)
+        return status
+    for line in lines:
         print(line, file=sys.stderr)
     return 0
 

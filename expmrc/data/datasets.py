@@ -310,3 +310,27 @@ def gold_option_text(question: ChoiceQuestion) -> str | None:
     if 0 <= index < len(question.options):
         return question.options[index]
     return None
+
+
+def dataset_document(dataset: Dataset) -> dict[str, Any]:
+    """The dataset's JSON cut to exactly its questions (a `Dataset` holding a prefix of its file's questions, as
+    `--limit` makes), in the file's own format, so the official scorer scores exactly those questions."""
+    keep = {q.qid for q in dataset.questions}
+    raw = dataset.raw
+    data: list[Any] = []
+    if dataset.kind == "span":
+        for article in raw["data"]:
+            paragraphs = []
+            for para in article["paragraphs"]:
+                qas = [qa for qa in para["qas"] if (qa["id"] if isinstance(qa["id"], str) else json.dumps(qa["id"])) in keep]
+                if qas:
+                    paragraphs.append({**para, "qas": qas})
+            if paragraphs:
+                data.append({**article, "paragraphs": paragraphs})
+    else:
+        for sample in raw["data"]:
+            kept = sum(f"{sample['id']}-{j}" in keep for j in range(len(sample["answers"])))
+            if kept:
+                data.append({**sample, **{key: sample[key][:kept] for key in ("questions", "options", "answers",
+                                                                              "evidences") if key in sample}})
+    return {**{k: v for k, v in raw.items() if k != "data"}, "data": data}

@@ -1,56 +1,55 @@
 """Where replies come from: any OpenAI-compatible chat-completions endpoint (the official `openai` client),
 or a local Hugging Face causal LM (transformers, the tokenizer's chat template, batched generation).
 
-A request is a plain dict (the chat-completions body, which is also the cache key and the Batch-file
-body); a backend turns a list of them into `Reply`s. The OpenAI backend retries rate limits (429),
-server errors (5xx), timeouts and refused connections with exponential backoff, and nothing else: any
-other 4xx is the user's to fix and ends the run in one line.
+A request is a plain dict (the chat-completions body, which is also the Batch-file body). A backend says
+what it would send for a request (`as_sent`: the OpenAI backend drops `response_format` once the server
+refused it), what besides the body decides a reply (`identity`, part of the cache key: the server's URL,
+or the weights' fingerprint, dtype and generation settings), and turns bodies into `Reply`s. The OpenAI
+backend retries rate limits (429), server errors (5xx), timeouts and refused connections with exponential
+backoff, and nothing else: any other 4xx is the user's to fix and ends the run in one line. Setting
+`stop` abandons the retries still waiting.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import random
+import re
+import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from expmrc.errors import ExpmrcError, warn
+from expmrc.llm.completion import Reply, read_body
+
+SMALL_FILE = 1 << 20  # model files up to this size are fingerprinted by content, larger ones by size and mtime
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-@dataclass
-class Reply:
-    """One reply: its text, token counts, seconds taken and why generation stopped."""
-
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency: float = 0.0
-    finish_reason: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "latency": self.latency, "finish_reason": self.finish_reason}
+class FormatRefused(Exception):
+    """The server refused `response_format`: build the request again (`as_sent`) and send it without."""
 
 
-def reply_from_completion(completion: Any, latency: float = 0.0) -> Reply:
-    """A Reply from a chat-completions response (the client's object or its JSON as a dict)."""
-    data = completion if isinstance(completion, dict) else completion.model_dump()
-    choices = data.get("choices") or [{}]
-    message = choices[0].get("message") or {}
-    usage = data.get("usage") or {}
-    return Reply(text=message.get("content") or "", prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                 completion_tokens=int(usage.get("completion_tokens") or 0), latency=latency,
-                 finish_reason=choices[0].get("finish_reason"))
+class Abandoned(Exception):
+    """The run is stopping: a retry was not sent."""
 
 
 def public_url(url: str) -> str:
-    """A URL without user info, query or fragment, fit to print and record (no secret rides along)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    """A URL normalised (lower-case scheme and host, no default port, no trailing slash) and without user
+    info, query or fragment: fit to print, record and key the cache by (no secret rides along)."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number: kept out, the client refuses the URL itself
+        port = None
+    if port and port != _DEFAULT_PORTS.get(scheme):
+        host = f"{host}:{port}"
+    return urlunsplit((scheme, host, parts.path.rstrip("/"), "", ""))
 
 
 class OpenAIBackend:
@@ -69,29 +68,41 @@ class OpenAIBackend:
         self.backoff = backoff
         self.key_name = key_name  # the environment variable the key came from, named in errors
         self.structured = True  # set False once the server refuses `response_format`
+        self.stop = threading.Event()
+        self._lock = threading.Lock()
         self._openai = openai
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=timeout)
 
-    def complete(self, requests: list[dict[str, Any]]) -> list[Reply]:
-        return [self._one(request) for request in requests]
+    def identity(self) -> dict[str, Any]:
+        """What besides the request body decides a reply: the backend and the server."""
+        return {"backend": self.name, "server": self.url}
 
-    def _one(self, request: dict[str, Any]) -> Reply:
-        errors = self._openai
-        for attempt in range(self.retries + 1):
-            body = request if self.structured else {k: v for k, v in request.items() if k != "response_format"}
+    def as_sent(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The body this backend sends for `request` now (without `response_format` once the server refused it)."""
+        return request if self.structured else {k: v for k, v in request.items() if k != "response_format"}
+
+    def complete(self, bodies: list[dict[str, Any]]) -> list[Reply]:
+        return [self._one(body) for body in bodies]
+
+    def _one(self, body: dict[str, Any]) -> Reply:
+        errors, attempt = self._openai, 0
+        while True:
+            if self.stop.is_set():
+                raise Abandoned()
             start = time.perf_counter()
-            try:
-                completion = self.client.chat.completions.create(**body)
-                return reply_from_completion(completion, time.perf_counter() - start)
+            try:  # the raw response: a 200 that is no chat completion is read here, not by the client
+                raw = self.client.chat.completions.with_raw_response.create(**body)
+                return read_body(raw.content, raw.headers.get("content-type", ""), time.perf_counter() - start)
             except (errors.RateLimitError, errors.InternalServerError, errors.APIConnectionError) as exc:
                 if attempt == self.retries:
                     raise ExpmrcError(self._gave_up(exc)) from None
-                time.sleep(self._delay(attempt, exc))
+                if self.stop.wait(self._delay(attempt, exc)):
+                    raise Abandoned() from None
+                attempt += 1
             except errors.APIStatusError as exc:
                 if self._drop_response_format(exc, body):
-                    continue
-                raise ExpmrcError(self._refused(exc, request["model"])) from None
-        raise AssertionError("unreachable")
+                    raise FormatRefused() from None
+                raise ExpmrcError(self._refused(exc, body)) from None
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         """Exponential backoff with jitter; a server's Retry-After (seconds) is honoured up to a minute."""
@@ -102,12 +113,14 @@ class OpenAIBackend:
         return self.backoff * (2 ** attempt) * (0.5 + random.random() / 2)
 
     def _drop_response_format(self, exc: Any, body: dict[str, Any]) -> bool:
-        """True (and warn once) when the server refused the JSON schema: resend as plain text."""
+        """True (and warn once) when the server refused the JSON schema: the request goes again as plain text."""
         text = str(getattr(exc, "message", exc)).lower()
         if "response_format" in body and exc.status_code in (400, 422) and (
                 "response_format" in text or "json_schema" in text):
-            self.structured = False
-            warn(f"{self.url} does not take response_format with a JSON schema; replies are parsed as text")
+            with self._lock:
+                if self.structured:
+                    self.structured = False
+                    warn(f"{self.url} does not take response_format with a JSON schema; replies are parsed as text")
             return True
         return False
 
@@ -121,13 +134,21 @@ class OpenAIBackend:
             what = f"cannot connect: {_message(exc)}"
         return f"{self.url}: no reply after {self.retries} retries ({what})"
 
-    def _refused(self, exc: Any, model: str) -> str:
-        detail = _message(exc)
+    def _refused(self, exc: Any, body: dict[str, Any]) -> str:
+        detail, model = _message(exc), body.get("model")
         if exc.status_code in (401, 403):
             return f"{self.url} refused the API key ({exc.status_code}): {detail}; check ${self.key_name} (--api-key-env)"
         if exc.status_code == 404:
             return f"{self.url}: model {model!r} not found, or no chat-completions endpoint there (404): {detail}"
-        return f"{self.url} refused the request for model {model!r} ({exc.status_code}): {detail}"
+        hint = no_system_hint(body["messages"], detail)
+        return f"{self.url} refused the request for model {model!r} ({exc.status_code}): {detail}{hint}"
+
+
+def no_system_hint(messages: list[dict[str, Any]], detail: str) -> str:
+    """`; pass --no-system ...` when a chat template refused the system message, else ""."""
+    if messages and messages[0].get("role") == "system" and re.search(r"system", detail, re.IGNORECASE):
+        return "; pass --no-system to merge the system message into the user turn"
+    return ""
 
 
 def _message(exc: Any) -> str:
@@ -138,6 +159,39 @@ def _message(exc: Any) -> str:
             detail = detail.get("message") or detail
         return " ".join(str(detail).split())[:300]
     return " ".join(str(getattr(exc, "message", exc)).split())[:300]
+
+
+def weights_fingerprint(model: str) -> dict[str, Any]:
+    """What identifies a local model's files: every file's name and size, with its content's hash when small
+    (config, tokenizer, chat template) and its modification time when large (weights). A Hub id is read in
+    the Hub cache's snapshot folder; where none is found, the id alone."""
+    folder = model if os.path.isdir(model) else _hub_snapshot(model)
+    if folder is None:
+        return {"model": model, "files": None}
+    listed = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(n for n in names if not n.startswith(".")):
+            path = os.path.join(root, name)
+            size = os.path.getsize(path)
+            if size <= SMALL_FILE:
+                with open(path, "rb") as f:
+                    mark: Any = hashlib.sha256(f.read()).hexdigest()
+            else:
+                mark = os.stat(path).st_mtime_ns
+            listed.append([os.path.relpath(path, folder), size, mark])
+    digest = hashlib.sha256(json.dumps(listed).encode("utf-8")).hexdigest()
+    return {"model": model if not os.path.isdir(model) else None, "files": digest}
+
+
+def _hub_snapshot(model: str) -> str | None:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(model, "config.json")
+    except Exception:  # not a repo id the Hub library takes
+        return None
+    return os.path.dirname(found) if isinstance(found, str) else None
 
 
 class TransformersBackend:
@@ -151,7 +205,9 @@ class TransformersBackend:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.torch = torch
+        self.model_name = model
         self.batch_size = batch_size
+        self.stop = threading.Event()
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model)
             loaded: Any = AutoModelForCausalLM.from_pretrained(model, dtype="auto")
@@ -166,20 +222,54 @@ class TransformersBackend:
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        torch.manual_seed(seed)
+        self.seed = seed
+        generation = {k: v for k, v in self.model.generation_config.to_diff_dict().items() if k != "transformers_version"}
+        self._identity = {"backend": self.name, "weights": weights_fingerprint(model), "dtype": str(self.model.dtype),
+                          "generation": json.loads(json.dumps(generation, sort_keys=True, default=str))}
 
-    def complete(self, requests: list[dict[str, Any]]) -> list[Reply]:
-        prompts = [self.tokenizer.apply_chat_template(r["messages"], add_generation_prompt=True, tokenize=False)
-                   for r in requests]
+    def identity(self) -> dict[str, Any]:
+        """What besides the request body decides a reply: the weights, the dtype and the generation settings."""
+        return self._identity
+
+    def as_sent(self, request: dict[str, Any]) -> dict[str, Any]:
+        return request
+
+    def check(self, body: dict[str, Any]) -> None:
+        """Refuse, before any generation, messages the chat template will not take (a system role, say)."""
+        self._prompt(body["messages"])
+
+    def _prompt(self, messages: list[dict[str, Any]]) -> str:
+        try:
+            return str(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False))
+        except Exception as exc:  # the template's own raise_exception, or any error inside it
+            detail = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise ExpmrcError(f"{self.model_name}: its chat template refused the messages: {detail}"
+                              f"{no_system_hint(messages, detail)}") from None
+
+    def complete(self, bodies: list[dict[str, Any]]) -> list[Reply]:
+        """Replies in order; bodies with other sampling settings (or seeds: --samples) go in separate batches."""
+        groups: dict[str, list[int]] = {}
+        for i, body in enumerate(bodies):
+            settings = json.dumps([body["temperature"], body["top_p"], body["max_tokens"], body.get("seed", self.seed)])
+            groups.setdefault(settings, []).append(i)
+        replies: list[Reply | None] = [None] * len(bodies)
+        for indices in groups.values():
+            for i, reply in zip(indices, self._generate([bodies[i] for i in indices])):
+                replies[i] = reply
+        return [r for r in replies if r is not None]
+
+    def _generate(self, bodies: list[dict[str, Any]]) -> list[Reply]:
+        prompts = [self._prompt(body["messages"]) for body in bodies]
         batch = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
-        first = requests[0]
+        first = bodies[0]
         sampling: dict[str, Any] = {"do_sample": first["temperature"] > 0, "max_new_tokens": first["max_tokens"]}
         if sampling["do_sample"]:
             sampling.update(temperature=first["temperature"], top_p=first["top_p"])
+        self.torch.manual_seed(first.get("seed", self.seed))
         start = time.perf_counter()
         with self.torch.inference_mode():
             output = self.model.generate(**batch, **sampling, pad_token_id=self.tokenizer.pad_token_id)
-        latency = (time.perf_counter() - start) / len(requests)
+        latency = (time.perf_counter() - start) / len(bodies)
         new = output[:, batch["input_ids"].shape[1]:]
         replies = []
         for row, mask in zip(new, batch["attention_mask"]):
@@ -187,5 +277,5 @@ class TransformersBackend:
             stopped = self.tokenizer.eos_token_id in ids or len(ids) < sampling["max_new_tokens"]
             replies.append(Reply(text=str(self.tokenizer.decode(ids, skip_special_tokens=True)),
                                  prompt_tokens=int(mask.sum()), completion_tokens=len(ids), latency=latency,
-                                 finish_reason="stop" if stopped else "length"))
+                                 finish_reason="stop" if stopped else "length", model=self.model_name))
         return replies

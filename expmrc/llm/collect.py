@@ -1,6 +1,7 @@
 """LLM run folders in `expmrc collect`: recognised by their record, listed in a table of their own beside the
 trained runs (model, backend, template, shots with the dev-set mark, parse failures, raw and grounded
-scores, unverified evidence), read from the scores.json each run wrote."""
+scores, evidence missing / unverified / altered and the untrustworthy-evidence rate), read from the
+scores.json each run wrote."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from expmrc.errors import ExpmrcError
 
 TABLE = "llm_runs.md"
 COLUMNS = ("run", "subset", "model", "backend", "template", "shots", "parse failed", "raw All", "grounded All",
-           "grounded Ans.", "grounded Evi.", "unverified evi. %")
+           "grounded Ans.", "grounded Evi.", "evi. missing/unverified/altered", "untrustworthy evi. %")
 
 
 def is_llm_run(run_dir: str) -> bool:
@@ -32,11 +33,12 @@ def llm_row(run_dir: str) -> list[str]:
     """One table row from a run's run_info.json and scores.json."""
     info, scores = read_json(os.path.join(run_dir, "run_info.json")), read_json(os.path.join(run_dir, "scores.json"))
     shots = str(info["shots"]["k"]) + (" (dev set)" if info["shots"].get("dev") else "")
-    rate = scores["grounding"]["unverified_evidence_rate"]
-    raw, grounded = scores["raw"], scores["grounded"]
+    grounding, raw, grounded = scores["grounding"], scores["raw"], scores["grounded"]
+    rate = grounding.get("untrustworthy_evidence_rate")  # absent from runs recorded before it existed
+    counts = "/".join(str(grounding[k]) for k in ("missing", "unverified", "altered")) if "altered" in grounding else "-"
     return [run_dir, info["subset"], info["model"], info["backend"], info["template"]["name"], shots,
             f"{scores['parse']['failed']}/{scores['questions']}", _f(raw["ALL_F1"]), _f(grounded["ALL_F1"]),
-            _f(grounded["ANS_F1"]), _f(grounded["EVI_F1"]), _f(100 * rate)]
+            _f(grounded["ANS_F1"]), _f(grounded["EVI_F1"]), counts, _f(None if rate is None else 100 * rate)]
 
 
 def _f(value: Any) -> str:

@@ -1,31 +1,45 @@
 """Turning a model's reply into an answer and an evidence quote, whatever shape the reply takes.
 
-Reasoning blocks (`<think>…</think>`) are dropped first. Then the last JSON object holding an answer is
-taken, inside a code fence or amid prose; failing that, labelled lines (`Answer: (C)`, `答案：C`,
-`Evidence: …`, `证据：…`). For multiple choice the answer becomes a letter: `C`, `(C)`, `C.`,
-`Option C`, `选项C`, or the text of one option. Nothing here raises: a reply that yields no usable answer
-gets status `failed` and an empty answer, which the run counts.
+Reasoning blocks (`<think>…</think>`) are dropped first. Then every *statement* of an answer is
+collected, in reply order: JSON objects holding an answer key (found and repaired by `jsonscan`,
+nested ones such as `{"result": {...}}` included) and statements in the text (`Answer: C`, `The answer
+is C`, `### Answer` over its value, `\\boxed{C}`, `C is correct`, `答案：C`, `故选C`, `我选择C`,
+`正确选项为C`, `C项正确`). The final statement is the answer, by one rule for JSON and text; when earlier
+ones differ the status is `revised` and the note lists them. With no statement, a multiple-choice reply
+whose lines name one option on their own (`C`, `(C)`, `C. text`, an option's text) gives that option.
+
+The evidence is the one stated with the final answer (same JSON object), else the last one stated
+anywhere (an evidence key or an `Evidence:`/`证据：` line), else the last quotation the reply
+introduces as the passage's (`The passage says "…"`, `原文说“…”`, a `>` block quote).
+
+For multiple choice the answer becomes a letter; an option's text is matched before a leading
+letter-like word is read as a letter (`A clerk.` is the option whose text it is, not A). Nothing here
+raises: a reply that yields no usable answer gets status `failed`, an empty answer and a note.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
 
 from expmrc.data.datasets import LABELS
+from expmrc.llm.jsonscan import scan
 
-STATUSES = ("json", "text", "failed")  # how the answer was found; `failed`: none was
-THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-ANSWER_KEYS = ("answer", "答案", "final_answer", "option", "choice")
-EVIDENCE_KEYS = ("evidence", "证据", "quote", "依据", "原文", "supporting_text")
-ANSWER_LINE = re.compile(r"(?:\b(?:final\s+answer|answer)\b|答案|应选)\s*(?:(?:is|为|是)\s*[:：]?|[:：])\s*(.+)",
-                         re.IGNORECASE)
-EVIDENCE_LINE = re.compile(r"(?:evidence|quote|证据|依据|原文)\s*(?:is|为|是)?\s*[:：]\s*(.+)", re.IGNORECASE)
-LETTER = re.compile(r"^(?:option|choice|选项|选)?\s*[(（\[]?\s*([A-Z])\s*[)）\]]?(?:\s*(?:项|选项))?(?:$|[\s.．。,，、:：)）])",
-                    re.IGNORECASE)
+STATUSES = ("json", "text", "revised", "failed")  # how the answer was found; `revised`: several differed
+ANSWER_KEYS = ("answer", "final_answer", "correct_answer", "correct_option", "correct_choice", "answer_letter",
+               "answer_option", "selected_option", "selected_answer", "chosen_option", "option", "choice",
+               "prediction", "predicted_answer", "答案", "最终答案", "正确答案", "正确选项", "选项", "回答")
+EVIDENCE_KEYS = ("evidence", "evidences", "supporting_evidence", "supporting_sentence", "supporting_sentences",
+                 "supporting_text", "supporting_quote", "supporting_quotes", "quote", "quotes", "quotation",
+                 "citation", "source_sentence", "relevant_sentence", "证据", "原文依据", "原文", "依据", "引文",
+                 "原句", "文中原句", "证据句", "支持句", "相关原文", "出处")
+_INNER_ANSWER_KEYS = ("letter", "label", "option", "choice", "answer", "text", "value", "content")
+TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
+PLACEHOLDER = re.compile(r"<[^<>]*>")
+MARKDOWN = re.compile(r"\*\*|__|`")
+OPEN_QUOTES = {'"': '"', "“": "”", "'": "'", "「": "」", "『": "』", "‘": "’", "«": "»"}
 
 
 @dataclass(frozen=True)
@@ -35,94 +49,467 @@ class Parsed:
     answer: str
     evidence: str
     status: str
-    note: str = ""  # why parsing failed, or what was repaired
+    note: str = ""  # why parsing failed, what was revised or repaired
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One answer a reply states: where, the raw value, the evidence stated with it, and its source."""
+
+    position: int
+    value: str
+    evidence: str | None
+    source: str  # "json" or "text"
 
 
 def strip_reasoning(reply: str) -> str:
-    """The reply without reasoning blocks; text after a lone `</think>` (template-opened block) only."""
-    text = THINK.sub("", reply)
-    if "</think>" in text.lower():
-        text = re.split(r"</think>", text, flags=re.IGNORECASE)[-1]
-    if re.search(r"<think>", text, re.IGNORECASE):  # opened and never closed: the reply ran out while reasoning
-        text = re.split(r"<think>", text, flags=re.IGNORECASE)[0]
-    return text.strip()
+    """The reply without reasoning blocks: text before a lone `</think>` (a template-opened block) and
+    after an unclosed `<think>` (the reply ran out while reasoning) is dropped too. One pass."""
+    kept, position, inside = [], 0, False
+    for tag in TAG.finditer(reply):
+        closing = bool(tag.group(1))
+        if not closing and not inside:
+            kept.append(reply[position:tag.start()])
+            inside = True
+        elif closing and inside:
+            inside, position = False, tag.end()
+        elif closing:  # a close without an open: everything so far was reasoning
+            kept, position = [], tag.end()
+    if not inside:
+        kept.append(reply[position:])
+    return "".join(kept).strip()
 
 
-def _objects(text: str) -> list[dict]:
-    """Every JSON object found in `text`, fenced ones first, then any starting at a `{`, in order."""
-    decoder = json.JSONDecoder()
-    found: list[dict] = []
-    for chunk in [m.group(1) for m in FENCE.finditer(text)] + [text]:
-        position = chunk.find("{")
-        while position != -1:
-            try:
-                value, end = decoder.raw_decode(chunk, position)
-            except ValueError:
-                position = chunk.find("{", position + 1)
-                continue
-            if isinstance(value, dict):
-                found.append(value)
-            position = chunk.find("{", end)
-    return found
+def fold(text: str) -> str:
+    """Text compared loosely: NFKC, one space, lower case, no markdown, no surrounding quotes or stops."""
+    text = re.sub(r"\s+", " ", MARKDOWN.sub("", unicodedata.normalize("NFKC", text))).strip().lower()
+    return text.strip(" \"'“”‘’「」『』*`_").rstrip("。.!！").strip()
 
 
-def _field(obj: dict, keys: tuple[str, ...]) -> str | None:
-    lowered = {str(k).strip().lower(): v for k, v in obj.items()}
-    for key in keys:
-        value = lowered.get(key)
-        if isinstance(value, list):
-            value = " ".join(str(v) for v in value)
-        if value is not None and not isinstance(value, dict):
-            return str(value).strip()
+@functools.lru_cache(maxsize=256)
+def _folds(options: tuple[str, ...]) -> list[str]:
+    """The options folded, once per set of options (a run asks every question with its own few)."""
+    return [fold(option) for option in options]
+
+
+LETTER_PREFIX = re.compile(r"(?:(?:the\s+)?(?:option|choice)\s*|选项\s*|选择?\s*)?[(\[【]?\s*(?P<l>[A-Za-z])\s*"
+                           r"(?P<close>[)\]】])?\s*(?:项|选项)?(?P<rest>.*)", re.IGNORECASE | re.DOTALL)
+
+
+def _owner(text: str, folds: list[str], prefix: bool = True) -> int | None:
+    """The option whose text `text` is or (with `prefix`) begins with (the longest such), or None."""
+    text = fold(text)
+    exact = [i for i, f in enumerate(folds) if f and f == text]
+    if len(exact) == 1 or not prefix:
+        return exact[0] if len(exact) == 1 else None
+    starts = [i for i, f in enumerate(folds) if f and text.startswith(f) and not _word_goes_on(text, len(f))]
+    if starts:
+        longest = max(len(folds[i]) for i in starts)
+        best = [i for i in starts if len(folds[i]) == longest]
+        return best[0] if len(best) == 1 else None
     return None
 
 
-def _from_json(text: str) -> tuple[str, str] | None:
-    for obj in reversed(_objects(text)):
-        answer = _field(obj, ANSWER_KEYS)
-        if answer is not None:
-            return answer, _field(obj, EVIDENCE_KEYS) or ""
-    return None
+def _word_goes_on(text: str, at: int) -> bool:
+    """Whether an English word continues at `at` (`no` does not begin `not sure`)."""
+    return text[at:at + 1].isascii() and text[at:at + 1].isalnum()
 
 
-def _unquote(text: str) -> str:
-    text = text.strip().rstrip("。.").strip() if len(text) < 4 else text.strip()
-    pairs = {'"': '"', "“": "”", "'": "'", "「": "」", "『": "』", "‘": "’"}
-    if len(text) >= 2 and pairs.get(text[0]) == text[-1]:
-        text = text[1:-1]
-    return text.strip().strip("*").strip()
+SEPARATORS = ".,:;、。)-–—"
+CONNECTIVE = re.compile(r"(?:because|since|as|is|was|fits|matches)\b", re.IGNORECASE)  # `A because …`
 
 
-def _from_lines(text: str) -> tuple[str, str] | None:
-    answer = evidence = None
-    for line in text.splitlines():
-        line = line.strip().lstrip("#*-> ").replace("**", "")
-        if evidence is None and (m := EVIDENCE_LINE.search(line)):
-            evidence = _unquote(m.group(1))
-        elif answer is None and (m := ANSWER_LINE.search(line)):
-            answer = _unquote(m.group(1)).rstrip("。.").strip()  # the sentence's stop is not the answer's
-    return (answer, evidence or "") if answer else None
+def _letter_reading(text: str, folds: list[str]) -> tuple[int | None, str]:
+    """The option index a leading letter names (`C`, `(C)`, `C.`, `C) text`, `Option C`, `选项C`, `C项`), or
+    None: with a reason when the letter is out of range or its text is another option's, else without
+    (no letter: `A clerk` begins with a word)."""
+    m = LETTER_PREFIX.fullmatch(text)
+    if m is None:
+        return None, ""
+    letter, rest = m.group("l").upper(), m.group("rest")
+    index = LABELS.index(letter)
+    body = rest.lstrip()
+    if not body or m.group("close") or body[0] in SEPARATORS:
+        separated = True
+    elif not text[m.end("l")].isspace():  # directly before Chinese text a label, before Latin text a word's start
+        separated = not _word_goes_on(text, m.end("l"))
+    else:  # before a space and a word: `A`, `a` and `I` are English words (`A clerk`), other letters labels
+        separated = m.group("l") not in "AaIi" or CONNECTIVE.match(body) is not None
+    said = _owner(body.lstrip(SEPARATORS + " "), folds) if body.strip(SEPARATORS + " ") else None
+    if not separated and said != index:
+        return None, ""
+    if said is not None and said != index:
+        return None, f"letter {letter} but the text of option {LABELS[said]}"
+    if index >= len(folds):
+        return None, f"there is no option {letter}"
+    return index, ""
 
 
-def _fold(text: str) -> str:
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().strip("。.").lower()
+def letter_of(answer: str, options: list[str]) -> tuple[str | None, str]:
+    """The option letter an answer names, or None and why: an option's whole text first, then a letter
+    followed by exactly its own text, then an option's text as the answer's beginning (`A clerk, as …`),
+    then a letter in any common dress, then the one option whose text the answer contains."""
+    text = unicodedata.normalize("NFKC", answer).replace("**", "").strip().strip("`").strip()
+    folds = _folds(tuple(options))
+    if not fold(text):
+        return None, "empty answer"
+    owner = _owner(text, folds, prefix=False)
+    if owner is None and (m := LETTER_PREFIX.fullmatch(text)) is not None:  # `D. t` when option D is `t`
+        index = LABELS.index(m.group("l").upper())
+        if index < len(folds) and fold(m.group("rest").lstrip(SEPARATORS + " ")) == folds[index]:
+            owner = index
+    if owner is None:
+        owner = _owner(text, folds)
+    if owner is None:
+        owner, why = _letter_reading(text, folds)
+        if why:
+            return None, f"answer {answer[:60]!r}: {why}"
+    if owner is None:
+        folded = fold(text)
+        inside = [i for i, f in enumerate(folds) if f and f in folded]
+        inside = [i for i in inside if not any(i != j and folds[i] in folds[j] for j in inside)]
+        owner = inside[0] if len(inside) == 1 else None
+    if owner is None:
+        return None, f"answer {answer[:60]!r} names no option"
+    return LABELS[owner], ""
 
 
 def choice_letter(answer: str, options: list[str]) -> str | None:
-    """The option letter an answer names: a letter in any common dress, or one option's text."""
-    m = LETTER.match(unicodedata.normalize("NFKC", answer).strip())
-    if m and m.group(1).upper() in LABELS[:len(options)]:
-        return m.group(1).upper()
-    folded = _fold(answer)
-    if not folded:
+    """The option letter an answer names (see `letter_of`), or None."""
+    return letter_of(answer, options)[0]
+
+
+def _text_value(value: object) -> list[str]:
+    """The answers a JSON value states: a string or number; each element of a list; a letter or text key."""
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, str | int | float):
+        return [str(value)]
+    if isinstance(value, list):
+        return [text for element in value for text in _text_value(element)]
+    if isinstance(value, dict):
+        lowered = {_key(k): v for k, v in value.items()}
+        for key in _INNER_ANSWER_KEYS:
+            if isinstance(lowered.get(key), str | int) and not isinstance(lowered.get(key), bool):
+                return [str(lowered[key])]
+    return []
+
+
+def _key(key: object) -> str:
+    return re.sub(r"[\s\-]+", "_", unicodedata.normalize("NFKC", str(key)).strip().lower())
+
+
+def _levels(obj: dict) -> list[list[dict]]:
+    """The objects inside `obj`, level by level (itself first), through dict values and list elements."""
+    levels, level = [], [obj]
+    while level:
+        levels.append(level)
+        children: list[dict] = []
+        for holder in level:
+            for value in holder.values():
+                items = value if isinstance(value, list) else [value]
+                children.extend(v for v in items if isinstance(v, dict))
+        level = children
+    return levels
+
+
+def _field(holder: dict, keys: tuple[str, ...]) -> object:
+    lowered = {_key(k): v for k, v in holder.items()}
+    return next((lowered[key] for key in keys if key in lowered), None)
+
+
+def _evidence_value(value: object) -> str | None:
+    if isinstance(value, list):
+        value = " ".join(str(v).strip() for v in value if isinstance(v, str | int | float) and str(v).strip())
+    if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value).strip():
+        return str(value).strip()
+    return None
+
+
+def _json_statements(obj: dict, position: int) -> tuple[list[Statement], str | None]:
+    """The answers an object states (the shallowest level holding an answer key), and its evidence."""
+    levels = _levels(obj)
+    evidence = next((e for level in levels for holder in level
+                     if (e := _evidence_value(_field(holder, EVIDENCE_KEYS))) is not None), None)
+    for level in levels:
+        holders = [h for h in level if _field(h, ANSWER_KEYS) is not None]
+        if holders:
+            statements = []
+            for holder in holders:
+                own = _evidence_value(_field(holder, EVIDENCE_KEYS)) or evidence
+                statements += [Statement(position, v, own, "json") for v in _text_value(_field(holder, ANSWER_KEYS))]
+            return statements, evidence
+    return [], evidence
+
+
+# Text statements. Each pattern matches a keyword; the value runs from its end to the next match on the line
+# (a `letter` group, where present, is the value). `lead`: what may stand before the keyword in its clause.
+_I = re.IGNORECASE
+_LETTER = r"(?<![A-Za-z'’])[(（\[【]?\s*+(?P<letter>[A-HＡ-Ｈ])(?![A-Za-z])(?:\s*+[)）\]】])?"
+ANSWER_PATTERNS = [  # (pattern, lead rule, tasks)
+    (re.compile(r"\b(?:(?:final|correct|right|best|true|short|my|our)\s++)?answer\b(?:\s++to\s++(?:the|this)\s++"
+                r"question)?\s*+(?:is\b|would\s++be\b|should\s++be\b|must\s++be\b|will\s++be\b|[:：=]|[-–—](?=\s))", _I),
+     "en", "span choice"),
+    (re.compile(r"\b(?:final|correct|right|best|my|our)\s++(?:option|choice)\s*+(?:is\b|would\s++be\b|[:：])", _I),
+     "en", "choice"),
+    (re.compile(r"\bI(?:\s++would|\s++will|'d|’d|'ll)?\s++(?:choose|pick|select|go\s++with)\b", _I), "any", "choice"),
+    (re.compile(r"^A\s*+[:：]"), "any", "span"),  # "Q: …  A: …"
+    (re.compile(r"(?:答案|回答)(?:选项)?\s*+(?:应该|应当|应|可能)?\s*+(?:是|为|选择|选|[:：]|[】\]])\s*+[:：]?"), "zh",
+     "span choice"),
+    (re.compile(r"(?<![回解])答\s*+[:：]"), "zh", "span choice"),
+    (re.compile(r"正确(?:的)?(?:选项|答案|选择|的)\s*+(?:应该|应)?\s*+(?:是|为|[:：])\s*+[:：]?"), "zh", "choice"),
+    (re.compile(r"我(?:们)?(?:会|应该|最终)?(?:选择|选)\s*+[:：]?"), "zh", "choice"),
+    (re.compile(r"(?:选择|选)(?!项)\s*+[:：]?(?=\s*+[(（\[【]?\s*+[A-HＡ-Ｈa-h](?![A-Za-z]))"), "zh", "choice"),
+    (re.compile(r"(?i:\b(?:option|choice)\s++)?" + _LETTER + r"\s++(?i:is\s++(?:the\s++)?(?:(?:correct|right|best|true)\b"
+                r"|answer\b))"), "any", "choice"),
+    (re.compile(r"(?:选项)?" + _LETTER + r"\s*+(?:项|选项)?\s*+(?:是|为)?\s*+(?:正确|对)(?:的|答案|选项)?(?![吗？?])"), "zh",
+     "choice"),
+    (re.compile(r"\\boxed\s*+\{(?P<boxed>(?:[^{}]|\{[^{}]*\})*)\}"), "any", "span choice"),
+]
+EVIDENCE_PATTERN = re.compile(
+    r"\b(?:supporting\s++(?:evidence|sentences?|text|quotes?)|evidence|quote\s++from\s++(?:the\s++)?(?:passage|text|"
+    r"article)|quotes?|quotation|citation|relevant\s++(?:sentence|text|quote)|source\s++sentence)\b(?:\s*+\([^()]{0,40}\))?"
+    r"\s*+(?:is\b|[:：]|[-–—](?=\s))|(?:原文依据|文中原句|相关原文|证据句|支持句|证据|依据|原文|引文|原句|出处)\s*+(?:是|为)?\s*+"
+    r"(?:[:：]|[】\]])", _I)
+PROSE_QUOTE = re.compile(
+    r"\b(?:passage|text|article|story|author)\s++(?:says|states|mentions|notes|reads|writes|tells\s++us)(?:\s++that)?"
+    r"\s*+[:,]?\s*+(?=[\"“'‘])|(?:文中|原文|文章|短文|材料|作者)(?:中)?(?:明确)?(?:提到|说|写道|指出|讲到|表明)(?:了)?\s*+[:：,，]?"
+    r"\s*+(?=[“「\"『])|(?:根据|原文|文中)(?:原文|文中|文章)?\s*+(?=[“「\"『])", _I)
+HEADING = re.compile(r"(?:final\s+|correct\s+)?answer|(?:最终|正确)?答案", _I)
+EVIDENCE_HEADING = re.compile(r"(?:supporting\s+)?evidence|quote|证据|原文依据|依据|原文", _I)
+BOUNDARY = set(".!?;:,|()[]。！？；：，、【】「」“”\"")
+EN_LEAD = re.compile(
+    r"(?:(?:so|thus|therefore|hence|overall|finally|then|now|clearly|okay|ok|well|yes|correction|actually|"
+    r"in\s+(?:conclusion|summary|short)|to\s+conclude|i\s+(?:think|believe)|this\s+means|which\s+means|that\s+means|"
+    r"it\s+follows\s+that)\s*,?\s*)*(?:the|my|our|your)?\s*", _I)
+ZH_VETO = re.compile(r"如果|假如|假设|若|是否|不|并非|而非|排除|没有")
+SPAN_END = re.compile(
+    r"[.!?;](?=\s|$)|[。！？；]|[,，]\s*(?:as|because|since|which|according|so|given|based)\b|"
+    r"[,，]\s*(?:因为|由于|根据|所以|因此|故|这|文中|原文)|\s(?:because|since|according\s+to|as\s+(?:stated|mentioned|"
+    r"described|shown))\b", _I)
+@dataclass
+class _Found:
+    """What one reply states: answers in order, and evidence quotes (strong: labelled; weak: introduced)."""
+
+    statements: list[Statement]
+    quotes: list[tuple[int, str]]
+    weak_quotes: list[tuple[int, str]]
+    labels: list[tuple[int, str]]  # lines that are an option label or text on their own
+
+
+def _lead_ok(line: str, start: int, rule: str) -> bool:
+    """Whether what stands before a keyword in its clause allows it to state an answer."""
+    i = start
+    while i > 0 and start - i < 60 and line[i - 1] not in BOUNDARY:
+        i -= 1
+    prefix = line[i:start].strip()
+    if start - i >= 60:
+        return False
+    if rule == "en":
+        return EN_LEAD.fullmatch(prefix) is not None
+    if rule == "zh":
+        return ZH_VETO.search(prefix) is None
+    return True
+
+
+def _hits(line: str, task: str) -> list[tuple[str, re.Match[str]]]:
+    """The keyword matches of a line in order, not overlapping: ("answer" | "evidence", match). Answer
+    keywords after an evidence label belong to the quote."""
+    found = [(m, "answer") for pattern, rule, tasks in ANSWER_PATTERNS if task in tasks
+             for m in pattern.finditer(line) if _lead_ok(line, m.start(), rule)]
+    found += [(m, "evidence") for m in EVIDENCE_PATTERN.finditer(line)
+              if not m.group().isascii() or _lead_ok(line, m.start(), "en")]
+    found.sort(key=lambda hit: (hit[0].start(), -hit[0].end()))
+    kept: list[tuple[str, re.Match[str]]] = []
+    quoting = False
+    for m, kind in found:
+        if kept and m.start() < kept[-1][1].end() or quoting and kind == "answer":
+            continue
+        kept.append((kind, m))
+        quoting = quoting or kind == "evidence"
+    return kept
+
+
+def _quote(value: str) -> str:
+    """An evidence value without the dress around it: list marks, and the quote marks it sits in."""
+    value = value.strip().lstrip(">-*•· ").rstrip(" |").strip()
+    close = OPEN_QUOTES.get(value[:1])
+    if close and value.rfind(close) > 0:
+        value = value[1:value.rfind(close)]
+    return value.strip()
+
+
+def _quoted_after(line: str, at: int) -> str | None:
+    """The quotation that opens at `at` (up to its closing mark), or None."""
+    close = OPEN_QUOTES.get(line[at:at + 1])
+    end = line.find(close, at + 1) if close else -1
+    return line[at + 1:end].strip() if end > at + 1 else None
+
+
+def _clean(line: str) -> str:
+    return MARKDOWN.sub("", line).strip().lstrip("#>*-•· \t").strip()
+
+
+def _latex(value: str) -> str:
+    return re.sub(r"\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}", r"\1", value).replace("$", "").strip()
+
+
+def _span_answer(value: str) -> str:
+    """A span answer stated in text, without its dress: a leading colon, quotes, LaTeX, the rest of the
+    sentence (`, because …`, `。`)."""
+    value = _latex(value.strip().lstrip(":：-–— ").rstrip(" |"))
+    inner = _quoted_after(value, 0)
+    if inner:
+        return inner
+    if (m := SPAN_END.search(value)) is not None:
+        value = value[:m.start()]
+    return value.strip().strip("*\"'“”‘’「」").rstrip("。.").strip()
+
+
+def _label(line: str, options: list[str]) -> str | None:
+    """The option a line names on its own: its text, or its letter alone or with its own text."""
+    text = unicodedata.normalize("NFKC", line).strip()
+    folds = _folds(tuple(options))
+    if len(text) > 200 or not fold(text):
         return None
-    exact = [i for i, option in enumerate(options) if _fold(option) == folded]
+    exact = [i for i, f in enumerate(folds) if f == fold(text)]
     if len(exact) == 1:
         return LABELS[exact[0]]
-    containing = [i for i, option in enumerate(options) if _fold(option) and _fold(option) in folded]
-    if len(containing) == 1:
-        return LABELS[containing[0]]
-    return None
+    m = LETTER_PREFIX.fullmatch(text)
+    index, _ = _letter_reading(text, folds)
+    if m is None or index is None:
+        return None
+    rest = m.group("rest").strip(SEPARATORS + " ")
+    return LABELS[index] if not rest or _owner(rest, folds) == index else None
+
+
+def _following(lines: list[str], i: int, block: bool, task: str) -> tuple[str, list[int]]:
+    """The value under a heading on line i, and the lines it takes: the next non-empty line, or with
+    `block` every line up to a blank one; nothing when a labelled line comes first."""
+    j = i + 1
+    while j < len(lines) and not lines[j]:
+        j += 1
+    used: list[int] = []
+    while j + len(used) < len(lines) and lines[j + len(used)]:
+        line = lines[j + len(used)]
+        hits = _hits(line, task)
+        if hits and hits[0][1].start() == 0 or HEADING.fullmatch(_heading(line)) \
+                or EVIDENCE_HEADING.fullmatch(_heading(line)):
+            break
+        used.append(j + len(used))
+        if not block:
+            break
+    return " ".join(_quote(lines[k]) for k in used), used
+
+
+def _heading(line: str) -> str:
+    return line.strip().strip("【】[]").rstrip(":：").strip()
+
+
+def _line_hits(found: _Found, lines: list[str], i: int, offset: int, task: str) -> list[int]:
+    """Record the statements and quotes of line i (at `offset` in the reply); return the lines a heading used."""
+    line, used = lines[i], list[int]()
+    hits = _hits(line, task)
+    for n, (kind, m) in enumerate(hits):
+        end = hits[n + 1][1].start() if n + 1 < len(hits) else len(line)
+        groups = m.groupdict()
+        value = groups.get("letter") or _latex(groups.get("boxed") or "") or line[m.end():end].rstrip(" |【[")
+        position = offset + m.start()
+        if not value.strip(" :：") and n == len(hits) - 1:  # a label with its value under it
+            value, used = _following(lines, i, kind == "evidence", task)
+        if kind == "answer":
+            found.statements.append(Statement(position, value, None, "text"))
+        elif _quote(value):
+            found.quotes.append((position, _quote(value)))
+    if not hits and (HEADING.fullmatch(_heading(line)) or EVIDENCE_HEADING.fullmatch(_heading(line))):
+        evidence = EVIDENCE_HEADING.fullmatch(_heading(line)) is not None
+        value, used = _following(lines, i, evidence, task)
+        if value and evidence:
+            found.quotes.append((offset, value))
+        elif value:
+            found.statements.append(Statement(offset, value, None, "text"))
+    return used
+
+
+def _from_lines(text: str, task: str, options: list[str] | None) -> _Found:
+    """Statements, quotes and option labels of the reply's text, line by line (JSON objects blanked)."""
+    found = _Found([], [], [], [])
+    raw = text.split("\n")
+    lines = [_clean(line) for line in raw]
+    offset, used = 0, set()
+    for i, line in enumerate(lines):
+        if line and i not in used:
+            used.update(_line_hits(found, lines, i, offset, task))
+            for m in PROSE_QUOTE.finditer(line):
+                if (quoted := _quoted_after(line, m.end())) is not None:
+                    found.weak_quotes.append((offset + m.start(), quoted))
+            if raw[i].lstrip().startswith(">") and _quote(line):
+                found.weak_quotes.append((offset, _quote(line)))
+            if options is not None and (label := _label(line, options)) is not None:
+                found.labels.append((offset, label))
+        offset += len(raw[i]) + 1
+    return found
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with the given spans blanked (line breaks kept), so their insides are not read as text."""
+    pieces, position = [], 0
+    for start, end in spans:
+        pieces += [text[position:start], re.sub(r"[^\n]", " ", text[start:end])]
+        position = end
+    return "".join(pieces) + text[position:]
+
+
+def _usable(statements: list[Statement], options: list[str] | None) -> tuple[list[tuple[Statement, str]], str]:
+    """Each statement that names an answer, with that answer (a letter for choice); and why the last
+    one that did not, did not."""
+    usable, why = [], ""
+    for statement in sorted(statements, key=lambda s: s.position):
+        if options is not None:
+            letter, reason = letter_of(statement.value, options)
+            if letter is None:
+                why = reason
+                continue
+            answer = letter
+        else:
+            answer = statement.value.strip() if statement.source == "json" else _span_answer(statement.value)
+            if not answer or PLACEHOLDER.fullmatch(answer):
+                why = "empty answer"
+                continue
+        usable.append((statement, answer))
+    return usable, why
+
+
+def _evidence(final: Statement, found: _Found) -> str:
+    """The evidence stated with the final answer, else the last one stated, else the last quotation."""
+    if final.evidence:
+        return final.evidence
+    for quotes in (found.quotes, found.weak_quotes):
+        if quotes:
+            return max(quotes, key=lambda q: q[0])[1]
+    return ""
+
+
+def _read(text: str, options: list[str] | None) -> tuple[_Found, set[int], list[str]]:
+    """Everything the reply states: JSON objects first (then blanked), then its lines; the positions of
+    repaired objects; and notes on objects refused."""
+    result = scan(text)
+    statements: list[Statement] = []
+    quotes: list[tuple[int, str]] = []
+    spans, repaired = [], set()
+    for obj in result.objects:
+        stated, evidence = _json_statements(obj.value, obj.start)
+        if stated or evidence is not None or not obj.repaired:
+            spans.append((obj.start, obj.end))
+        if obj.repaired:
+            repaired.add(obj.start)
+        statements += stated
+        if evidence is not None:
+            quotes.append((obj.start, evidence))
+    found = _from_lines(_masked(text, spans), "span" if options is None else "choice", options)
+    found.statements += statements
+    found.quotes += quotes
+    return found, repaired, result.notes
 
 
 def parse_reply(reply: str | None, options: list[str] | None = None) -> Parsed:
@@ -130,17 +517,28 @@ def parse_reply(reply: str | None, options: list[str] | None = None) -> Parsed:
     if not reply or not reply.strip():
         return Parsed("", "", "failed", "empty reply")
     text = strip_reasoning(reply)
-    status, found = "json", _from_json(text)
-    if found is None:
-        status, found = "text", _from_lines(text)
-    if found is None:
-        return Parsed("", "", "failed", "no JSON object with an answer and no `Answer:` line")
-    answer, evidence = found
-    if options is not None:
-        letter = choice_letter(answer, options)
-        if letter is None:
-            return Parsed("", evidence, "failed", f"answer {answer[:60]!r} names no option")
-        answer = letter
-    if not answer:
-        return Parsed("", evidence, "failed", "empty answer")
-    return Parsed(answer, evidence, status)
+    if not text:
+        return Parsed("", "", "failed", "nothing outside the reasoning block (the reply ended while reasoning)")
+    found, repaired, notes = _read(text, options)
+    usable, why = _usable(found.statements, options)
+    notes = list(dict.fromkeys(notes))
+    if not usable and found.labels and not found.statements:
+        letters = list(dict.fromkeys(letter for _, letter in found.labels))
+        if len(letters) == 1:
+            usable = [(Statement(found.labels[-1][0], letters[0], None, "text"), letters[0])]
+            notes.append("the answer is an option named on a line of its own")
+        else:
+            why = f"lines name options {', '.join(letters)} and no answer is stated"
+    if not usable:
+        evidence = max(found.quotes + found.weak_quotes, key=lambda q: q[0])[1] if found.quotes + found.weak_quotes else ""
+        why = why or "no JSON object with an answer, no answer statement (`Answer:`, `答案：`, `选C`)"
+        return Parsed("", evidence, "failed", "; ".join([why, *notes]))
+    final, answer = usable[-1]
+    stated = list(dict.fromkeys(a if options is not None else fold(a) for _, a in usable))
+    if len(stated) > 1:
+        shown = list(dict.fromkeys(a if options is not None else repr(a[:40]) for _, a in usable))
+        notes.insert(0, f"answers stated in turn: {', '.join(shown)}; the last is taken")
+    if final.source == "json" and final.position in repaired:
+        notes.append("JSON repaired")
+    status = "revised" if len(stated) > 1 else final.source
+    return Parsed(answer, _evidence(final, found), status, "; ".join(notes))

@@ -3,7 +3,8 @@
 A template renders the user message of one question from its fields (`passage`, `question`, `options`:
 a list of `{"label", "text"}`, `task`, `language`); the system message is fixed per template. Few-shot
 examples become earlier user/assistant turns rendered with the same template, the assistant turn being
-the JSON reply the template asks for. `--prompt FILE` replaces the user message with a Jinja2 template
+the reply the template asks for. Chain-of-thought templates (`…-cot-v1`, `reasoning`) ask the model to
+reason first and end with the JSON object; the parser takes that final object. `--prompt FILE` replaces the user message with a Jinja2 template
 of the user's; every variable it names must exist (StrictUndefined) and it must render the question.
 """
 
@@ -38,6 +39,7 @@ class PromptTemplate:
     language: str  # "en" or "zh"
     system: str
     user: str
+    reasoning: bool = False  # the reply reasons first and ends with the JSON object
 
     @property
     def sha256(self) -> str:
@@ -92,10 +94,53 @@ register(PromptTemplate(
          '{"answer": "<正确选项的字母>", "evidence": "<支持答案的句子，从文章中逐字照抄>"}',
 ))
 
+# Chain of thought: the same questions, the reasoning first, the JSON object last (and nothing after it).
+SPAN_JSON_EN = ('{"answer": "<the shortest passage span that answers the question>", '
+                '"evidence": "<the supporting sentence(s), copied verbatim from the passage>"}')
+CHOICE_JSON_EN = ('{"answer": "<the letter of the correct option>", '
+                  '"evidence": "<the supporting sentence(s), copied verbatim from the passage>"}')
+SPAN_JSON_ZH = '{"answer": "<文章中能回答问题的最短片段>", "evidence": "<支持答案的句子，从文章中逐字照抄>"}'
+CHOICE_JSON_ZH = '{"answer": "<正确选项的字母>", "evidence": "<支持答案的句子，从文章中逐字照抄>"}'
+register(PromptTemplate(
+    name="span-en-cot-v1", version=1, task="span", language="en", reasoning=True,
+    system="You answer reading comprehension questions. The answer is a short span copied from the passage. "
+           "Think step by step before answering, then quote, word for word, the passage sentence(s) that support "
+           "the answer.",
+    user="Passage:\n{{ passage }}\n\nQuestion: {{ question }}\n\n"
+         "First reason step by step: find the passage sentence(s) that answer the question and say briefly how "
+         "they answer it. Then end your reply with one JSON object on a line of its own, with nothing after it: "
+         + SPAN_JSON_EN,
+))
+register(PromptTemplate(
+    name="choice-en-cot-v1", version=1, task="choice", language="en", reasoning=True,
+    system="You answer multiple-choice reading comprehension questions. Think step by step before answering, "
+           "then quote, word for word, the passage sentence(s) that support the answer.",
+    user="Passage:\n{{ passage }}\n\nQuestion: {{ question }}\n\nOptions:\n"
+         "{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
+         "First reason step by step: find the passage sentence(s) that bear on the question and check each option "
+         "against them. Then end your reply with one JSON object on a line of its own, with nothing after it: "
+         + CHOICE_JSON_EN,
+))
+register(PromptTemplate(
+    name="span-zh-cot-v1", version=1, task="span", language="zh", reasoning=True,
+    system="你是阅读理解答题助手。答案是从文章中原样摘取的一个简短片段。请先逐步思考再作答，并逐字引用文章中支持该答案的句子。",
+    user="文章：\n{{ passage }}\n\n问题：{{ question }}\n\n"
+         "请先逐步推理：找出文章中能回答问题的句子，并简要说明它们如何回答问题。"
+         "最后单独一行给出一个 JSON 对象，其后不要再写任何内容：" + SPAN_JSON_ZH,
+))
+register(PromptTemplate(
+    name="choice-zh-cot-v1", version=1, task="choice", language="zh", reasoning=True,
+    system="你是阅读理解选择题答题助手。请先逐步思考再作答，并逐字引用文章中支持该答案的句子。",
+    user="文章：\n{{ passage }}\n\n问题：{{ question }}\n\n选项：\n"
+         "{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
+         "请先逐步推理：找出文章中与问题相关的句子，并逐一核对各选项。"
+         "最后单独一行给出一个 JSON 对象，其后不要再写任何内容：" + CHOICE_JSON_ZH,
+))
+
 
 def default_template(task: str, language: str) -> PromptTemplate:
-    """The newest registered template for a task and language."""
-    fitting = [t for t in TEMPLATES.values() if t.task == task and t.language == language]
+    """The newest registered template for a task and language that asks for the JSON reply alone."""
+    fitting = [t for t in TEMPLATES.values() if t.task == task and t.language == language and not t.reasoning]
     return max(fitting, key=lambda t: t.version)
 
 
@@ -155,8 +200,20 @@ def render_user(template: PromptTemplate, question: Question, language: str) -> 
 
 
 def reply_json(answer: str, evidence: str) -> str:
-    """The assistant turn of a few-shot example: the JSON object the templates ask for."""
+    """The JSON object the templates ask for."""
     return json.dumps({"answer": answer, "evidence": evidence}, ensure_ascii=False)
+
+
+def shot_reply(template: PromptTemplate, answer: str, evidence: str) -> str:
+    """The assistant turn of a few-shot example: the JSON object, after one line of reasoning from the
+    evidence where the template asks the model to reason first."""
+    if not template.reasoning:
+        return reply_json(answer, evidence)
+    if template.language == "zh":
+        step = f"文章中说：“{evidence}”这句话回答了问题，所以答案是{answer}。"
+    else:
+        step = f'The passage says: "{evidence}" This sentence answers the question, so the answer is {answer}.'
+    return f"{step}\n{reply_json(answer, evidence)}"
 
 
 def build_messages(template: PromptTemplate, question: Question, language: str,
@@ -165,15 +222,18 @@ def build_messages(template: PromptTemplate, question: Question, language: str,
     messages = [{"role": "system", "content": template.system}]
     for shot, answer, evidence in shots:
         messages.append({"role": "user", "content": render_user(template, shot, language)})
-        messages.append({"role": "assistant", "content": reply_json(answer, evidence)})
+        messages.append({"role": "assistant", "content": shot_reply(template, answer, evidence)})
     messages.append({"role": "user", "content": render_user(template, question, language)})
     return messages
 
 
-def answer_schema(task: str, n_options: int = 0) -> dict[str, Any]:
-    """The JSON schema of a reply, sent as `response_format` where the server supports it."""
+def answer_schema(task: str, n_options: int = 0, reasoning: bool = False) -> dict[str, Any]:
+    """The JSON schema of a reply, sent as `response_format` where the server supports it; with `reasoning`
+    (chain-of-thought templates) a `reasoning` string comes first, since a schema leaves no room for
+    text before the object and the keys are generated in order."""
     answer: dict[str, Any] = {"type": "string"}
     if task == "choice" and n_options:
         answer["enum"] = list(LABELS[:n_options])
-    return {"type": "object", "properties": {"answer": answer, "evidence": {"type": "string"}},
-            "required": ["answer", "evidence"], "additionalProperties": False}
+    properties = {"reasoning": {"type": "string"}} if reasoning else {}
+    properties.update({"answer": answer, "evidence": {"type": "string"}})
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}

@@ -25,6 +25,9 @@ def llm_replies(submission_path: str) -> dict[str, dict[str, Any]]:
             shown[record["id"]] = {
                 "parse status": record["parsed"]["status"], "parsed answer": record["parsed"]["answer"],
                 **{f"{key} grounding": value["status"] for key, value in grounding.items()},
+                **{f"{key} changes": "; ".join(f"“{c['quote']}” for “{c['passage']}” ({c['kind']})"
+                                               for c in value["changes"])
+                   for key, value in grounding.items() if value.get("changes")},
                 "raw reply": record.get("reply"),
             }
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:

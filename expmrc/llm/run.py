@@ -1,181 +1,36 @@
 """One `expmrc llm` run: prompts for every question, replies (cache, backend or a Batch file), parsing,
-grounding, scoring, and the run folder (predictions.json, grounded.json, responses.jsonl,
-run_info.json, scores.json), written in one rename so a kill never leaves half of it."""
+self-consistency voting (--samples), grounding, scoring, and the run folder (predictions.json,
+grounded.json, responses.jsonl, run_info.json, scores.json, and dataset.json with --limit), written in one
+rename so a kill never leaves half of it."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import re
 import sys
-import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from expmrc import __version__
-from expmrc.data.datasets import ChoiceQuestion, Dataset, Question
+from expmrc.data.datasets import ChoiceQuestion, Dataset, dataset_document
 from expmrc.data.io import atomic_directory
 from expmrc.errors import ExpmrcError
-from expmrc.llm.backends import Reply
-from expmrc.llm.cache import ResponseCache, default_cache_path, request_key
-from expmrc.llm.parsing import STATUSES, Parsed, parse_reply
-from expmrc.llm.prompts import PromptTemplate, answer_schema, build_messages
+from expmrc.llm.chat import Sampling, SystemPrompt, build_requests, read_system_prompt
+from expmrc.llm.completion import Reply
+from expmrc.llm.fetch import Fetched
+from expmrc.llm.parsing import STATUSES, Parsed, parse_reply, strip_reasoning
+from expmrc.llm.prompts import PromptTemplate
+from expmrc.llm.samples import Choice, agreement_summary, choose, request_ids, sample_grounding
 from expmrc.llm.shots import Shot
 
-
-@dataclass
-class Sampling:
-    """The sampling parameters sent with every request (and part of the cache key)."""
-
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = 512
-    seed: int = 0
-
-
-@dataclass
-class Fetched:
-    """Replies by question id, and which came from the cache (no request paid)."""
-
-    replies: dict[str, Reply] = field(default_factory=dict)
-    cached: set[str] = field(default_factory=set)
-
-
-def build_requests(questions: list[Question], template: PromptTemplate, language: str, shots: list[Shot],
-                   model: str, sampling: Sampling, structured: bool) -> dict[str, dict[str, Any]]:
-    """The chat-completions body of every question, by id; template errors surface here, before any request."""
-    requests = {}
-    for question in questions:
-        body: dict[str, Any] = {"model": model, "messages": build_messages(template, question, language, shots),
-                                "temperature": sampling.temperature, "top_p": sampling.top_p,
-                                "max_tokens": sampling.max_tokens, "seed": sampling.seed}
-        if structured:
-            n_options = len(question.options) if isinstance(question, ChoiceQuestion) else 0
-            schema = answer_schema(template.task, n_options)
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "expmrc_reply", "schema": schema, "strict": True}}
-        requests[question.qid] = body
-    return requests
-
-
-def fetch(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCache | None, concurrency: int,
-          progress: bool = True) -> Fetched:
-    """Every reply: from the cache where present, else from the backend, `concurrency` calls at a time;
-    each new reply is cached the moment it arrives, so a killed run resumes without paying twice."""
-    fetched = Fetched()
-    keys = {qid: request_key({"backend": backend.name, **body}) for qid, body in requests.items()}
-    for qid, key in keys.items():
-        hit = cache.get(key) if cache is not None else None
-        if hit is not None:
-            fetched.replies[qid] = Reply(**hit)
-            fetched.cached.add(qid)
-    missing = [qid for qid in requests if qid not in fetched.replies]
-    chunks = [missing[i:i + backend.batch_size] for i in range(0, len(missing), backend.batch_size)]
-    bar = tqdm(total=len(missing), desc="llm", unit="question", disable=not progress or not missing,
-               dynamic_ncols=True)
-    start, tokens = time.perf_counter(), 0
-    pool = ThreadPoolExecutor(max_workers=concurrency if backend.parallel else 1)
-    stop = threading.Event()  # set by the first failed call: no further request starts after it
-
-    def call(chunk: list[str]) -> list[Reply]:
-        if stop.is_set():
-            return []
-        try:
-            return backend.complete([requests[qid] for qid in chunk])
-        except BaseException:
-            stop.set()
-            raise
-
-    try:
-        pending: dict[Future, list[str]] = {pool.submit(call, chunk): chunk for chunk in chunks}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                chunk = pending.pop(future)
-                for qid, reply in zip(chunk, future.result()):
-                    fetched.replies[qid] = reply
-                    if cache is not None:
-                        cache.put(keys[qid], reply.to_json())
-                    tokens += reply.completion_tokens
-                bar.update(len(chunk))
-                bar.set_postfix_str(f"{tokens / max(time.perf_counter() - start, 1e-9):.1f} tokens/s")
-    finally:
-        stop.set()
-        pool.shutdown(wait=False, cancel_futures=True)
-        bar.close()
-    return fetched
-
-
-def parse_all(questions: list[Question], replies: dict[str, Reply]) -> dict[str, Parsed]:
-    """Each question's parsed reply; a question without a reply (say, absent from a Batch file) fails."""
-    parsed = {}
-    for question in questions:
-        reply = replies.get(question.qid)
-        options = question.options if isinstance(question, ChoiceQuestion) else None
-        parsed[question.qid] = parse_reply(reply.text, options) if reply else Parsed("", "", "failed", "no reply")
-    return parsed
-
-
-def parse_counts(parsed: dict[str, Parsed]) -> dict[str, int]:
-    """How many replies parsed each way (see parsing.STATUSES)."""
-    return {status: sum(p.status == status for p in parsed.values()) for status in STATUSES}
-
-
-def submission_of(parsed: dict[str, Parsed]) -> dict[str, dict[str, str]]:
-    """A complete submission: every question, an empty answer and evidence where parsing failed."""
-    return {qid: {"answer": p.answer, "evidence": p.evidence} for qid, p in parsed.items()}
-
-
-def token_totals(replies: dict[str, Reply], only: set[str] | None = None) -> dict[str, int]:
-    """Prompt and completion tokens over the replies (or those whose ids are in `only`)."""
-    chosen = [r for qid, r in replies.items() if only is None or qid in only]
-    return {"prompt": sum(r.prompt_tokens for r in chosen), "completion": sum(r.completion_tokens for r in chosen)}
-
-
-def cost(tokens: dict[str, int], price: tuple[float, float] | None) -> float | None:
-    """US dollars for the tokens at (prompt, completion) prices per million tokens."""
-    if price is None:
-        return None
-    return round((tokens["prompt"] * price[0] + tokens["completion"] * price[1]) / 1e6, 6)
-
-
-def versions() -> dict[str, str]:
-    """Versions that shape a run's replies and scores."""
-    found = {"expmrc": __version__, "python": platform.python_version()}
-    for name in ("openai", "transformers", "torch"):
-        module = sys.modules.get(name)
-        if module is not None:
-            found[name] = getattr(module, "__version__", "")
-    return found
-
-
-def response_records(questions: list[Question], requests: dict[str, dict[str, Any]], fetched: Fetched,
-                     parsed: dict[str, Parsed], grounding: dict[str, Any]) -> list[dict[str, Any]]:
-    """One record per question for responses.jsonl: messages, raw reply, parsed fields, grounding, tokens."""
-    records = []
-    for question in questions:
-        qid = question.qid
-        reply, p = fetched.replies.get(qid), parsed[qid]
-        records.append({"id": qid, "messages": requests[qid]["messages"], "reply": reply.text if reply else None,
-                        "parsed": {"answer": p.answer, "evidence": p.evidence, "status": p.status, "note": p.note},
-                        "grounding": grounding.get(qid), "cached": qid in fetched.cached,
-                        **({k: v for k, v in reply.to_json().items() if k != "text"} if reply else {})})
-    return records
-
-
-def write_run(path: str, overwrite: bool, files: dict[str, Any], records: list[dict[str, Any]]) -> None:
-    """Write the run folder in one rename: each `files` entry as JSON, `records` as responses.jsonl."""
-    with atomic_directory(path, overwrite=overwrite) as staging:
-        for name, obj in files.items():
-            text = json.dumps(obj, ensure_ascii=False, indent=1, allow_nan=False)
-            Path(staging, name).write_text(text + "\n", encoding="utf-8")
-        lines = [json.dumps(r, ensure_ascii=False, allow_nan=False) for r in records]
-        Path(staging, "responses.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+MAX_PARSED_CHARS = 200_000  # a reply longer than this (reasoning blocks aside) is refused, not parsed
+RUN_FILES = ("predictions.json", "grounded.json", "responses.jsonl", "run_info.json", "scores.json", "dataset.json")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_NAMED = 5  # question ids named in a summary line
 
 
 def limited(dataset: Dataset, limit: int | None) -> Dataset:
@@ -187,7 +42,7 @@ def limited(dataset: Dataset, limit: int | None) -> Dataset:
 
 @dataclass
 class Prepared:
-    """Everything decided before the first request: questions, template, shots and request bodies."""
+    """Everything decided before the first request: questions, template, shots, system prompt and request bodies."""
 
     dataset: Dataset
     template: PromptTemplate
@@ -196,6 +51,25 @@ class Prepared:
     sampling: Sampling
     structured: bool
     requests: dict[str, dict[str, Any]]
+    system: SystemPrompt = field(default_factory=SystemPrompt)
+
+    @property
+    def asked(self) -> dict[str, list[str]]:
+        """Each question's request ids, in dataset order."""
+        return {q.qid: request_ids(q.qid, self.sampling.samples) for q in self.dataset.questions}
+
+
+def check_flags(args: Any) -> None:
+    """Refuse flag combinations that cannot mean what the user wants, before anything is read."""
+    if args.import_batch and args.export_batch:
+        raise ExpmrcError("--import-batch and --export-batch together: export the requests first, then import the "
+                          "provider's output file in a second run")
+    if args.samples > 1 and args.temperature == 0:
+        raise ExpmrcError(f"--samples {args.samples} at --temperature 0 would repeat the same reply {args.samples} "
+                          "times; sample with a --temperature above 0 (e.g. 0.7)")
+    if args.shots and not args.shots_file:
+        raise ExpmrcError("--shots needs --shots-file, a labelled file to draw examples from "
+                          "(e.g. `expmrc pseudo` output on the training set)")
 
 
 def prepare(args: Any) -> Prepared:
@@ -204,33 +78,67 @@ def prepare(args: Any) -> Prepared:
     from expmrc.llm.prompts import choose_template, template_from_file
     from expmrc.llm.shots import draw_shots
 
-    _check_output(args)
-    if args.shots and not args.shots_file:
-        raise ExpmrcError("--shots needs --shots-file, a labelled file to draw examples from "
-                          "(e.g. `expmrc pseudo` output on the training set)")
+    check_flags(args)
     dataset = limited(load_dataset(args.subset), args.limit)
+    system = read_system_prompt(args.system_prompt, args.no_system)
+    check_outputs(args, inputs_of(args, dataset))
     template = choose_template(args.template, dataset.kind, dataset.language)
     if args.prompt:
         template = template_from_file(args.prompt, template)
     shots, dev_shots = draw_shots(args.shots_file, args.shots, args.seed, dataset, args.allow_dev_shots) \
         if args.shots else ([], False)
-    sampling = Sampling(args.temperature, args.top_p, args.max_tokens, args.seed)
+    sampling = Sampling(args.temperature, args.top_p, args.max_tokens, args.seed, args.samples)
     structured = args.structured == "auto" and args.backend == "openai"
-    requests = build_requests(dataset.questions, template, dataset.language, shots, args.model, sampling, structured)
-    return Prepared(dataset, template, shots, dev_shots, sampling, structured, requests)
+    requests = build_requests(dataset.questions, template, dataset.language, shots, args.model, sampling, structured,
+                              system)
+    return Prepared(dataset, template, shots, dev_shots, sampling, structured, requests, system)
 
 
-def _check_output(args: Any) -> None:
+def cache_path(args: Any) -> str | None:
+    """The response cache this run reads and writes, or None (--no-cache, or replies from a Batch file)."""
+    from expmrc.llm.cache import default_cache_path
+
+    if args.no_cache or args.import_batch or args.export_batch:
+        return None
+    return str(args.cache or default_cache_path())
+
+
+def inputs_of(args: Any, dataset: Dataset) -> list[str]:
+    """Every file the run reads: no output may replace or delete one."""
+    system_file = args.system_prompt if args.system_prompt and os.path.isfile(args.system_prompt) else None
+    return [p for p in (dataset.path, args.prompt, args.shots_file, args.import_batch, system_file, cache_path(args))
+            if p]
+
+
+def check_outputs(args: Any, inputs: list[str]) -> None:
+    """Refuse, before any request, an output that could overwrite or delete an input or a user's files."""
     from expmrc.data.io import check_output_path
 
     if args.export_batch:
-        check_output_path(args.export_batch, "file")
+        check_output_path(args.export_batch, "file", inputs)
         return
     if not args.output:
         raise ExpmrcError("--output RUN_DIR is required (unless --export-batch)")
     target = check_output_path(args.output, "dir")
-    if target.is_dir() and any(target.iterdir()) and not args.overwrite:
+    if target.resolve() in (Path.cwd().resolve(), *Path.cwd().resolve().parents):
+        raise ExpmrcError(f"--output {args.output}: is the current folder or one above it; RUN_DIR is replaced "
+                          "whole when the run ends, so give a folder of its own (e.g. runs/NAME)")
+    if not target.is_dir() or not any(target.iterdir()):
+        return
+    if not args.overwrite:
         raise ExpmrcError(f"{args.output}: already exists and is not empty (pass --overwrite to replace it)")
+    resolved = target.resolve()
+    for source in inputs:
+        if resolved in Path(source).resolve().parents:
+            raise ExpmrcError(f"{args.output}: holds {source}, an input of this run, which --overwrite would delete; "
+                              "write the run to another folder")
+    names = sorted(p.name for p in target.iterdir())
+    foreign = [n for n in names if n not in RUN_FILES]
+    if foreign or "run_info.json" not in names:
+        what = f"{foreign[0]!r}" + (f" and {len(foreign) - 1} more" if len(foreign) > 1 else "") if foreign else \
+            "no run_info.json"
+        raise ExpmrcError(f"{args.output}: holds {what}, so it is no earlier `expmrc llm` run folder; --overwrite "
+                          "replaces only such a folder, never files a run did not write")
 
 
 def make_backend(args: Any) -> Any:
@@ -246,19 +154,156 @@ def make_backend(args: Any) -> Any:
 
 
 def replies(args: Any, prepared: Prepared) -> tuple[Fetched, Any]:
-    """The replies of a run, from a Batch output file or from the cache and the backend; and the backend."""
+    """The replies of a run, from a Batch output file or from the cache and the backend; and the backend.
+    Ctrl-C or SIGTERM while asking raise fetch.Interrupted, every reply received being cached."""
+    from expmrc.llm.cache import ResponseCache
+    from expmrc.llm.fetch import fetch
+
     if args.import_batch:
         from expmrc.llm.batch import import_batch
 
-        return Fetched(replies=import_batch(args.import_batch, set(prepared.requests))), None
-    backend = make_backend(args)
-    cache = None if args.no_cache else ResponseCache(args.cache or default_cache_path())
+        imported = import_batch(args.import_batch, set(prepared.requests))
+        return Fetched(replies=imported, structured={rid for rid in imported
+                                                     if "response_format" in prepared.requests[rid]}), None
+    path = cache_path(args)
+    cache = ResponseCache(path) if path else None  # a damaged or foreign cache is refused before the model loads
     try:
-        fetched = fetch(prepared.requests, backend, cache, args.concurrency, progress=not args.quiet)
+        backend = make_backend(args)
+        if hasattr(backend, "check"):
+            backend.check(next(iter(prepared.requests.values())))
+        fetched = fetch(prepared.requests, backend, cache, args.concurrency, progress=not args.quiet,
+                        wait=args.timeout, old_keys=args.cache_old_keys)
     finally:
         if cache is not None:
             cache.close()
     return fetched, backend
+
+
+def parse_one(reply: Reply | None, options: list[str] | None) -> Parsed:
+    """One reply parsed; no reply, a failed one, or one too long to parse is status `failed` with the reason."""
+    if reply is None:
+        return Parsed("", "", "failed", "no reply")
+    if reply.error:
+        return Parsed("", "", "failed", reply.error)
+    text = _LONE_SURROGATE.sub("\ufffd", reply.text)  # not a character: no output may hold it
+    if len(strip_reasoning(text)) > MAX_PARSED_CHARS:
+        return Parsed("", "", "failed", f"a reply of {len(text):,} characters, more than the {MAX_PARSED_CHARS:,} read")
+    try:
+        return parse_reply(text, options)
+    except RecursionError:
+        return Parsed("", "", "failed", "JSON nested too deeply to read")
+
+
+def parse_requests(prepared: Prepared, replies: dict[str, Reply]) -> dict[str, Parsed]:
+    """Every request's parsed reply, by request id; a request without a reply (absent from a Batch file) fails."""
+    parsed = {}
+    for question in prepared.dataset.questions:
+        options = question.options if isinstance(question, ChoiceQuestion) else None
+        for rid in request_ids(question.qid, prepared.sampling.samples):
+            parsed[rid] = parse_one(replies.get(rid), options)
+    return parsed
+
+
+def parse_counts(parsed: dict[str, Parsed]) -> dict[str, int]:
+    """How many replies parsed each way (see parsing.STATUSES)."""
+    return {status: sum(p.status == status for p in parsed.values()) for status in STATUSES}
+
+
+def submission_of(parsed: dict[str, Parsed]) -> dict[str, dict[str, str]]:
+    """A complete submission: every question, an empty answer and evidence where parsing failed."""
+    return {qid: {"answer": p.answer, "evidence": p.evidence} for qid, p in parsed.items()}
+
+
+def token_totals(replies: dict[str, Reply], only: set[str] | None = None) -> dict[str, int]:
+    """Prompt and completion tokens over the replies (or those whose ids are in `only`)."""
+    chosen = [r for rid, r in replies.items() if only is None or rid in only]
+    return {"prompt": sum(r.prompt_tokens for r in chosen), "completion": sum(r.completion_tokens for r in chosen)}
+
+
+def cost(replies: dict[str, Reply], only: set[str] | None, price: tuple[float, float] | None) -> float | None:
+    """US dollars for the replies' tokens at (prompt, completion) prices per million tokens; None without a price
+    or when a reply's token counts were not trusted (never a cost from a count the server got wrong)."""
+    chosen = {rid: r for rid, r in replies.items() if only is None or rid in only}
+    if price is None or any(r.usage_note for r in chosen.values() if r.error is None):
+        return None
+    tokens = token_totals(chosen)
+    return round((tokens["prompt"] * price[0] + tokens["completion"] * price[1]) / 1e6, 6)
+
+
+def versions() -> dict[str, str]:
+    """Versions that shape a run's replies and scores."""
+    found = {"expmrc": __version__, "python": platform.python_version()}
+    for name in ("openai", "transformers", "torch"):
+        module = sys.modules.get(name)
+        if module is not None:
+            found[name] = getattr(module, "__version__", "")
+    return found
+
+
+def reply_problems(prepared: Prepared, fetched: Fetched) -> dict[str, dict[str, Any]]:
+    """Replies cut by --max-tokens (`truncated`), that were no usable reply (`unusable`) and whose token counts were
+    not trusted (`usage_untrusted`): each a count and the first question ids with, where there is one, the reason."""
+    owner = {rid: qid for qid, rids in prepared.asked.items() for rid in rids}
+    found: dict[str, list[tuple[str, str]]] = {"truncated": [], "unusable": [], "usage_untrusted": []}
+    for rid in owner:
+        reply = fetched.replies.get(rid)
+        if reply is None:
+            continue
+        if reply.finish_reason == "length":
+            found["truncated"].append((owner[rid], ""))
+        if reply.error:
+            found["unusable"].append((owner[rid], reply.error))
+        elif reply.usage_note:
+            found["usage_untrusted"].append((owner[rid], reply.usage_note))
+    return {name: {"count": len(items), "ids": list(dict.fromkeys(q for q, _ in items))[:20],
+                   "first_reason": items[0][1] if items and items[0][1] else None} for name, items in found.items()}
+
+
+def reply_fields(reply: Reply | None, rid: str, fetched: Fetched) -> dict[str, Any]:
+    """What responses.jsonl keeps of one reply: text, reasoning, tokens, latency, finish reason, server id, cache."""
+    if reply is None:
+        return {"reply": None, "cached": False}
+    fields = {("reply" if k == "text" else k): v for k, v in reply.to_json().items()}
+    fields["cached"] = rid in fetched.cached
+    if rid in fetched.old_key:
+        fields["cached_by_old_key"] = True
+    return fields
+
+
+def _parsed_json(p: Parsed) -> dict[str, Any]:
+    return {"answer": p.answer, "evidence": p.evidence, "status": p.status, "note": p.note}
+
+
+def response_records(prepared: Prepared, fetched: Fetched, parsed: dict[str, Parsed], grounding: dict[str, Any],
+                     choices: dict[str, Choice] | None, sample_details: dict[str, Any]) -> list[dict[str, Any]]:
+    """One record per question for responses.jsonl: messages, raw reply (and reasoning), parsed fields,
+    grounding, tokens, whether it came from the cache; with --samples, every sample and the vote."""
+    records = []
+    for qid, rids in prepared.asked.items():
+        rid = choices[qid].rid if choices else qid
+        record = {"id": qid, "messages": prepared.requests[rid]["messages"], **reply_fields(fetched.replies.get(rid), rid,
+                                                                                            fetched),
+                  "parsed": _parsed_json(parsed[rid]), "grounding": grounding.get(qid)}
+        if choices:
+            record.update(chosen_sample=rids.index(rid), agreement=choices[qid].agreement, votes=choices[qid].votes,
+                          samples=[{**reply_fields(fetched.replies.get(r), r, fetched), "parsed": _parsed_json(parsed[r]),
+                                    "evidence_grounding": (sample_details.get(r) or {}).get("evidence")} for r in rids])
+        records.append(record)
+    return records
+
+
+def json_text(obj: Any, indent: int | None = None) -> str:
+    """JSON with non-ASCII text as is, except lone surrogates (no character, not encodable), written as escapes."""
+    text = json.dumps(obj, ensure_ascii=False, indent=indent, allow_nan=False)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def write_run(path: str, overwrite: bool, files: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """Write the run folder in one rename: each `files` entry as JSON, `records` as responses.jsonl."""
+    with atomic_directory(path, overwrite=overwrite) as staging:
+        for name, obj in files.items():
+            Path(staging, name).write_text(json_text(obj, indent=1) + "\n", encoding="utf-8")
+        Path(staging, "responses.jsonl").write_text("".join(json_text(r) + "\n" for r in records), encoding="utf-8")
 
 
 def ground(dataset: Dataset, submission: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -267,8 +312,7 @@ def ground(dataset: Dataset, submission: dict[str, Any]) -> tuple[dict[str, Any]
 
     result = ground_submission(dataset, submission)
     details = {d["id"]: {k: v for k, v in d.items() if k != "id"} for d in result.details}
-    return result.submission, details, {"counts": result.counts, "answer_counts": result.answer_counts,
-                                        "unverified_evidence_rate": result.unverified_rate}
+    return result.submission, details, result.summary()
 
 
 def scores(dataset: Dataset, submission: dict[str, Any], name: str) -> dict[str, Any]:
@@ -279,59 +323,118 @@ def scores(dataset: Dataset, submission: dict[str, Any], name: str) -> dict[str,
     return score(dataset, submission, name, metrics=select(None, dataset)).summary()
 
 
+def vote(prepared: Prepared, parsed: dict[str, Parsed]) -> tuple[dict[str, Choice] | None, dict[str, Any]]:
+    """With --samples N > 1, each question's chosen reply and every sample's grounding; else (None, {})."""
+    if prepared.sampling.samples == 1:
+        return None, {}
+    details = sample_grounding(prepared.dataset, prepared.asked, parsed, prepared.sampling.samples)
+    return choose(prepared.asked, parsed, details, prepared.dataset.kind), details
+
+
 def finish(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, started: float) -> list[str]:
-    """Parse, ground, score and write the run folder; return the lines to print."""
+    """Parse, vote, ground, score and write the run folder; return the lines to print."""
     dataset = prepared.dataset
-    parsed = parse_all(dataset.questions, fetched.replies)
-    submission = submission_of(parsed)
+    parsed = parse_requests(prepared, fetched.replies)
+    choices, sample_details = vote(prepared, parsed)
+    final = {qid: parsed[choices[qid].rid if choices else qid] for qid in prepared.asked}
+    submission = submission_of(final)
     grounded, details, grounding = ground(dataset, submission)
     raw_scores, grounded_scores = scores(dataset, submission, "predictions.json"), scores(dataset, grounded, "grounded.json")
-    info = run_info(args, prepared, fetched, backend, parse_counts(parsed), started)
+    problems = reply_problems(prepared, fetched)
+    info = run_info(args, prepared, fetched, backend, parse_counts(final), started, problems, choices)
     summary = {"raw": raw_scores, "grounded": grounded_scores, "grounding": grounding, "parse": info["parse"],
-               "dev_shots": prepared.dev_shots, "questions": len(dataset.questions), "limit": args.limit}
-    records = response_records(dataset.questions, prepared.requests, fetched, parsed, details)
-    write_run(args.output, args.overwrite, {"predictions.json": submission, "grounded.json": grounded,
-                                            "run_info.json": info, "scores.json": summary}, records)
+               "dev_shots": prepared.dev_shots, "questions": len(dataset.questions), "limit": args.limit,
+               "samples": info["samples"], **problems}
+    records = response_records(prepared, fetched, parsed, details, choices, sample_details)
+    files = {"predictions.json": submission, "grounded.json": grounded, "run_info.json": info, "scores.json": summary}
+    if args.limit is not None:
+        files["dataset.json"] = dataset_document(dataset)
+    write_run(args.output, args.overwrite, files, records)
     return summary_lines(args.output, summary, info)
 
 
-def run_info(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, parsed: dict[str, int],
-             started: float) -> dict[str, Any]:
-    """The run's record: everything that shaped its replies, and what they cost; no secret."""
+def run_info(args: Any, prepared: Prepared, fetched: Fetched, backend: Any, parsed: dict[str, int], started: float,
+             problems: dict[str, dict[str, Any]], choices: dict[str, Choice] | None) -> dict[str, Any]:
+    """The run's record: everything that shaped its replies, what the server said of itself, and what they cost;
+    no secret."""
     from expmrc.llm.backends import public_url
 
-    paid = set(fetched.replies) - fetched.cached
-    tokens, paid_tokens = token_totals(fetched.replies), token_totals(fetched.replies, paid)
-    template = prepared.template
+    replies = fetched.replies
+    paid = set(replies) - fetched.cached
+    template, system = prepared.template, prepared.system
+    system_text = system.text if system.text is not None else template.system
     return {
         "model": args.model, "backend": args.backend,
         "base_url": public_url(args.base_url) if args.backend == "openai" and not args.import_batch else None,
         "api_key_env": args.api_key_env if args.backend == "openai" else None,
-        "dataset": prepared.dataset.path, "subset": prepared.dataset.subset, "questions": len(prepared.requests),
+        "server": {"model_ids": sorted({r.model for r in replies.values() if r.model}),
+                   "system_fingerprints": sorted({r.system_fingerprint for r in replies.values() if r.system_fingerprint})},
+        "dataset": prepared.dataset.path, "subset": prepared.dataset.subset, "questions": len(prepared.dataset.questions),
         "limit": args.limit, "template": {"name": template.name, "version": template.version, "sha256": template.sha256},
+        "system_prompt": {"source": system.source, "merged_into_user_turn": system.merge,
+                          "sha256": _sha256(system_text)},
         "shots": {"k": len(prepared.shots), "file": args.shots_file, "seed": args.seed,
                   "ids": [q.qid for q, _, _ in prepared.shots], "dev": prepared.dev_shots},
         "sampling": asdict(prepared.sampling),
-        "structured_output": bool(prepared.structured and getattr(backend, "structured", False)),
-        "replies": {"sent": len(paid), "cached": len(fetched.cached), "imported_from": args.import_batch},
-        "parse": parsed, "tokens": tokens, "tokens_paid_this_run": paid_tokens,
+        "samples": agreement_summary(choices, prepared.sampling.samples) if choices else {"n": 1},
+        "structured_output": bool(replies) and fetched.structured >= set(replies),
+        "replies_with_schema": len(fetched.structured),
+        "replies": {"sent": len(paid), "cached": len(fetched.cached), "cached_by_old_key": len(fetched.old_key),
+                    "unusable": problems["unusable"]["count"], "truncated": problems["truncated"]["count"],
+                    "imported_from": args.import_batch},
+        "cache": {"path": cache_path(args), "old_keys": bool(args.cache_old_keys)},
+        "parse": parsed, "tokens": token_totals(replies), "tokens_paid_this_run": token_totals(replies, paid),
+        "usage_untrusted": problems["usage_untrusted"]["count"],
         "price_per_million": list(args.price) if args.price else None,
-        "cost_usd": cost(tokens, args.price), "cost_usd_this_run": cost(paid_tokens, args.price),
+        "cost_usd": cost(replies, None, args.price), "cost_usd_this_run": cost(replies, paid, args.price),
         "concurrency": args.concurrency, "seconds": round(time.time() - started, 3), "versions": versions(),
     }
 
 
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _named(entry: dict[str, Any]) -> str:
+    ids = entry["ids"][:_NAMED]
+    return ", ".join(ids) + (", ..." if entry["count"] > len(ids) else "")
+
+
+def problem_lines(summary: dict[str, Any], info: dict[str, Any]) -> list[str]:
+    """Lines naming replies cut at --max-tokens, replies that were not usable, and token counts not trusted."""
+    lines = []
+    if (cut := summary["truncated"])["count"]:
+        lines.append(f"cut at --max-tokens {info['sampling']['max_tokens']} (finish_reason: length): {cut['count']} "
+                     f"replies ({_named(cut)}); raise --max-tokens")
+    if (bad := summary["unusable"])["count"]:
+        lines.append(f"not usable: {bad['count']} replies ({_named(bad)}; first: {bad['first_reason']}); not cached, "
+                     "a rerun asks them again")
+    if info["price_per_million"] and (untrusted := summary["usage_untrusted"])["count"]:
+        lines.append(f"cost unknown: {untrusted['count']} replies gave no usable token counts ({_named(untrusted)}; "
+                     f"first: {untrusted['first_reason']})")
+    return lines
+
+
 def summary_lines(path: str, summary: dict[str, Any], info: dict[str, Any]) -> list[str]:
-    """What the run prints: parse counts, grounding, raw and grounded scores, where it wrote."""
+    """What the run prints: requests, parse counts, grounding, raw and grounded scores, problems, where it wrote."""
+    from expmrc.text.grounding import trust_line
+
     parse = ", ".join(f"{k} {v}" for k, v in summary["parse"].items())
     counts = ", ".join(f"{k} {v}" for k, v in summary["grounding"]["counts"].items())
-    rate = summary["grounding"]["unverified_evidence_rate"]
-    lines = [(f"{summary['questions']} questions: {info['replies']['sent']} requests sent, "
-             f"{info['replies']['cached']} from the cache"),
-             f"parsed: {parse}", f"grounding: {counts}; unverified evidence {100 * rate:.1f}%"]
+    replies = info["replies"]
+    old = f" ({replies['cached_by_old_key']} under old keys)" if replies["cached_by_old_key"] else ""
+    lines = [(f"{summary['questions']} questions: {replies['sent']} requests sent, {replies['cached']} from the "
+              f"cache{old}"), f"parsed: {parse}", f"grounding: {counts}",
+             trust_line(summary["grounding"])]
+    if (samples := summary["samples"])["n"] > 1:
+        lines.append(f"samples: {samples['n']} per question, mean agreement {100 * samples['mean_agreement']:.1f}% "
+                     f"({samples['unanimous']} questions unanimous)")
     for name in ("raw", "grounded"):
         s = summary[name]
         lines.append(f"{name:>8}: ALL_F1 {s['ALL_F1']:.3f}  ANS_F1 {s['ANS_F1']:.3f}  EVI_F1 {s['EVI_F1']:.3f}")
+    lines += problem_lines(summary, info)
     if info["cost_usd"] is not None:
         lines.append(f"cost: ${info['cost_usd']:.4f} (this run ${info['cost_usd_this_run']:.4f})")
     if summary["dev_shots"]:

@@ -1,28 +1,38 @@
 """Grounding free-form quotes (an LLM's evidence and span answers) in their passage: docs/grounding.md.
 
-A quote is tried verbatim, then normalized (the `locate` policies of those names), as given and then
-without a framing sentence around it (`The passage says: "..."`, `原文写道：“...”`); then by fuzzy
-alignment (the `fuzzy` policy). A quote with an ellipsis (`...`, `…`, `……`) is found piece by piece, in order, and
-covers the pieces. Each field gets a status: `exact`, `normalized`, `fuzzy` (with its score) or
-`unverified` (found nowhere well enough, or empty), and a located field is replaced by the exact
-passage substring.
+A quote is tried verbatim, then normalized (the `locate` policies of those names: differences of form
+folded away), as given and then without a framing sentence around it (`The passage says: "..."`,
+`原文写道：“...”`); a quote of several sentences is tried sentence by sentence too; then by fuzzy
+alignment (the `fuzzy` policy), whose differences from the passage are checked for changed facts
+(`expmrc.text.facts`). A quote with an ellipsis (`...`, `…`, `……`) is found piece by piece, in order,
+and covers the pieces. Each field gets a status: `exact`, `normalized`, `fuzzy` (with its score),
+`altered` (located, but a number, negation or name changed), `unverified` (found nowhere well
+enough) or `missing` (empty); a field located with its facts intact is replaced by the exact passage
+text, an altered one is kept as the model wrote it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from expmrc.data.datasets import Dataset, SpanQuestion, passage_of
-from expmrc.data.submissions import parse_prediction
+from expmrc.data.submissions import SCALAR_TYPES, parse_prediction
 from expmrc.errors import ExpmrcError
+from expmrc.text.facts import Change, cuts_fact, fact_changes
 from expmrc.text.locate import Found, Hint, find, tokens, trim
+from expmrc.text.sentences import split_sentences
 
-EXACT, NORMALIZED, FUZZY, UNVERIFIED = "exact", "normalized", "fuzzy", "unverified"
-STATUSES = (EXACT, NORMALIZED, FUZZY, UNVERIFIED)
+EXACT, NORMALIZED, FUZZY, ALTERED, UNVERIFIED, MISSING = "exact", "normalized", "fuzzy", "altered", "unverified", "missing"
+STATUSES = (EXACT, NORMALIZED, FUZZY, ALTERED, UNVERIFIED, MISSING)  # from the best to the worst
+REPAIRED = (EXACT, NORMALIZED, FUZZY)  # located with its facts intact: replaced by the passage text
+LOCATED = REPAIRED + (ALTERED,)
+UNTRUSTWORTHY = (ALTERED, UNVERIFIED)
 FUZZY_THRESHOLD = 85.0  # the least share (%) of a quote's tokens a fuzzy alignment must match in order
 MIN_FUZZY_TOKENS = 3  # shorter texts are located verbatim or normalized only: a fuzzy match of them means little
+STAGES = (("offset", "verbatim"), ("normalized",), ("fuzzy",))  # tried in this order
 _STATUS_OF = {"offset": EXACT, "verbatim": EXACT, "normalized": NORMALIZED, "fuzzy": FUZZY}
 _ELLIPSIS = re.compile(r"\s*(?:(?:[.。．]\s*){2,}[.。．]|…+)\s*")
 _FRAMING_WORDS = re.compile(
@@ -31,25 +41,47 @@ _FRAMING_WORDS = re.compile(
     r"根据|证据|依据|表明|显示|可知|中有|一句", re.IGNORECASE)
 _OPEN, _CLOSE = "\"“「『‘'«", "\"”」』’'»"
 _QUOTED = re.compile(rf"^(?P<pre>[^{_OPEN}]*?)[{_OPEN}](?P<body>.+)[{_CLOSE}](?P<post>[^{_CLOSE}]*)$", re.DOTALL)
-_PREFIX = re.compile(r"^(?P<pre>[^:：\n]{1,80})[:：]\s*(?P<body>.+)$", re.DOTALL)
+_PREFIX = re.compile(r"^(?P<pre>[^:：\n\"“「『«]{1,80})[:：]\s*(?P<body>.+)$", re.DOTALL)
 _STOPS = re.compile(r"[\s.,;:!?。，、；：！？]+$")
 _EDGES = re.compile(r"^[\W_]+|[\W_]+$")
 
 
-def unframed(text: str) -> str | None:
-    """`text` without a framing sentence before a colon or around a quote, or None when it has none: the framing
-    names the passage or the quoting (or, before a quote, ends in a colon or comma), is at most twelve words,
-    and nothing but punctuation follows the closing quote."""
+def framing(text: str) -> tuple[str, str] | None:
+    """(framing, quote) of a `text` framed by a sentence before a colon or around a quote, or None when it has
+    none: the framing names the passage or the quoting (or, before a quote, ends in a colon or comma), is at most
+    twelve words, holds no opening quote mark before a colon, and nothing but punctuation follows the closing
+    quote."""
     text = text.strip()
     match = _PREFIX.match(text)
     if match and _FRAMING_WORDS.search(match["pre"]):
-        return _unquoted(match["body"].strip())
+        return match["pre"], _unquoted(match["body"].strip())
     match = _QUOTED.match(text)
     if match and not tokens(match["post"])[0] and len(tokens(match["pre"])[0]) <= 12:
         pre = match["pre"].strip()
         if _FRAMING_WORDS.search(pre) or pre.endswith((":", "：", ",", "，")):
-            return match["body"].strip()
+            return pre, match["body"].strip()
     return None
+
+
+def unframed(passage: str, text: str) -> str | None:
+    """`text` without its framing, or None when it has none, or when the "framing" is passage text that runs on
+    into the quote (`In 2012, according to the Institute, "..."` copied from the passage is one quote)."""
+    framed = framing(text)
+    if framed is None:
+        return None
+    pre, body = framed
+    found = find(passage, body, STAGES[0] + STAGES[1] + STAGES[2])
+    return None if found is not None and _runs_into(passage, pre, found.start) else body
+
+
+def _runs_into(passage: str, pre: str, start: int) -> bool:
+    """Whether `pre` is (about half or more of it, fuzzily) the passage text just before `start`."""
+    pre = _bare(pre)
+    if not tokens(pre)[0]:
+        return False
+    before = passage[max(0, start - 3 * len(pre) - 20):start]
+    found = find(before, pre, ("normalized", "fuzzy"))
+    return found is not None and found.score >= 50 and not tokens(before[found.end:])[0]
 
 
 def _unquoted(text: str) -> str:
@@ -74,12 +106,21 @@ def _accepted(found: Found, piece: str, threshold: float) -> bool:
         found.policy != "fuzzy" or (found.score >= threshold and len(tokens(piece)[0]) >= MIN_FUZZY_TOKENS))
 
 
+def _keep(passage: str, stage: tuple[str, ...], first: bool, last: bool) -> Callable[[tuple[int, int]], bool] | None:
+    """Of a verbatim or normalized match, keep only one that does not cut a fact in two at the quote's outer edges
+    (`195` of `1956`, `did` of `didn't`); an edge beside an ellipsis may fall anywhere."""
+    if stage == STAGES[2] or not (first or last):
+        return None
+    return lambda span: not (first and cuts_fact(passage, span[0], False) or last and cuts_fact(passage, span[1], True))
+
+
 def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], threshold: float,
-                   hint: Hint) -> Found | None:
-    """The span covering every piece found in order by the stage's policies, or None: the longest piece
-    first, then the pieces before it nearest to it on the left, and the pieces after it on the right."""
+                   hint: Hint) -> list[Found] | None:
+    """Where every piece lies, found in order by the stage's policies, or None: the longest piece first, then
+    the pieces before it nearest to it on the left, and the pieces after it on the right."""
     anchor = max(range(len(pieces)), key=lambda i: (len(tokens(pieces[i])[0]), -i))
-    found = find(passage, pieces[anchor], stage, hint if len(pieces) == 1 else Hint())
+    found = find(passage, pieces[anchor], stage, hint if len(pieces) == 1 else Hint(),
+                 keep=_keep(passage, stage, anchor == 0, anchor == len(pieces) - 1))
     if found is None or not _accepted(found, pieces[anchor], threshold):
         return None
     located = {anchor: found}
@@ -87,52 +128,144 @@ def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], thre
         left = i < anchor
         edge = located[i + 1].start if left else located[i - 1].end
         found = find(passage, pieces[i], stage, Hint(near=edge if left else None),
-                     (0, edge) if left else (edge, len(passage)))
+                     (0, edge) if left else (edge, len(passage)), _keep(passage, stage, i == 0, i == len(pieces) - 1))
         if found is None or not _accepted(found, pieces[i], threshold):
             return None
         located[i] = found
-    parts = [located[i] for i in range(len(pieces))]
+    return [located[i] for i in range(len(pieces))]
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """Where a field lies in its passage and how it was found: a status (STATUSES), its span (-1, -1 when not
+    located), its score, the changes of fact (altered), and the parts it was grounded by (a list, or a quote
+    grounded sentence by sentence)."""
+
+    status: str
+    start: int = -1
+    end: int = -1
+    score: float = 0.0
+    changes: tuple[Change, ...] = ()
+    parts: tuple[Grounding, ...] = ()
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return self.start, self.end
+
+    @property
+    def spans(self) -> list[tuple[int, int]]:
+        """The passage spans the field covers: its parts' (when it has parts), else its own."""
+        return [p.span for p in self.parts] if self.parts else [self.span]
+
+    def record(self) -> dict[str, Any]:
+        """The `--details` record: status, start, end (null unless located), score; changes and parts when any."""
+        located = self.status in LOCATED
+        out: dict[str, Any] = {"status": self.status, "start": self.start if located else None,
+                               "end": self.end if located else None, "score": round(float(self.score), 3)}
+        if self.changes:
+            out["changes"] = [c.record() for c in self.changes]
+        if self.parts:
+            out["parts"] = [p.record() for p in self.parts]
+        return out
+
+    def placed(self, passage: str) -> tuple[str, int | None]:
+        """A repaired field's passage text and its start: one passage substring when its spans run on from one
+        another (in any order), else the parts' passage texts in the order given, joined by spaces (no start)."""
+        spans = sorted(self.spans)
+        if all(not passage[a[1]:b[0]].strip() for a, b in zip(spans, spans[1:])):
+            start, end = spans[0][0], max(e for _, e in spans)
+            return passage[start:end], start
+        return " ".join(passage[a:b] for a, b in self.spans), None
+
+
+def _found(passage: str, pieces: list[str], parts: list[Found]) -> Grounding:
+    """The grounding of a quote from its pieces' places: their cover, the weakest status, the lowest score, and
+    the changes of fact of the pieces located by fuzzy alignment (then `altered`)."""
     start, end = trim(passage, (parts[0].start, parts[-1].end))
-    return Found(start, end, max((_STATUS_OF[f.policy] for f in parts), key=STATUSES.index),
-                 min(f.score for f in parts))
+    changes = tuple(c for i, (piece, f) in enumerate(zip(pieces, parts)) if f.policy == "fuzzy"
+                    for c in fact_changes(passage, f.span, piece, i == 0, i == len(parts) - 1))
+    status = ALTERED if changes else max((_STATUS_OF[f.policy] for f in parts), key=STATUSES.index)
+    return Grounding(status, start, end, min(f.score for f in parts), changes)
 
 
-STAGES = (("offset", "verbatim"), ("normalized",), ("fuzzy",))
-
-
-def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float = FUZZY_THRESHOLD,
-                answer: bool = False) -> Found:
-    """Ground one quote: exactly, then normalized, as given (an `answer` without a final stop or enclosing quote
-    marks first), then without its framing, then without edge punctuation; then fuzzily, without its framing
-    first. A Found whose `policy` is its status (`unverified`: start = end = -1, score the best fuzzy score seen)."""
-    text = "" if text is None else str(text).strip()
-    if not text or not passage:
-        return Found(-1, -1, UNVERIFIED, 0.0)
+def _ground_whole(passage: str, text: str, hint: Hint, threshold: float, answer: bool) -> Grounding:
+    """Ground one quote as a whole (see `ground_text`); of fuzzy alignments, the first with its facts intact,
+    else the first altered one."""
     first = _STOPS.sub("", _unquoted(text)) if answer else text
-    inner = unframed(text)
+    inner = unframed(passage, text)
     candidates = list(dict.fromkeys(c for c in (first, text, inner, _bare(text)) if c))
     fuzzy = list(dict.fromkeys(c for c in (inner, *candidates) if c))
     plan = [(c, stage) for c in candidates for stage in STAGES[:2]] + [(c, STAGES[2]) for c in fuzzy]
+    altered = None
     for candidate, stage in plan:
         pieces = _pieces(candidate)
         for option in ([pieces, [candidate]] if len(pieces) > 1 else [[candidate]]):
-            found = _locate_pieces(passage, option, stage, threshold, hint)
-            if found is not None and found.end > found.start:
+            parts = _locate_pieces(passage, option, stage, threshold, hint)
+            if parts is None:
+                continue
+            found = _found(passage, option, parts)
+            if found.end > found.start and found.status != ALTERED:
                 return found
+            altered = altered or (found if found.end > found.start else None)
+    if altered is not None:
+        return altered
     best = max((f.score for c in candidates if (f := find(passage, c, ("fuzzy",))) is not None), default=0.0)
-    return Found(-1, -1, UNVERIFIED, round(best, 3))
+    return Grounding(UNVERIFIED, score=round(best, 3))
 
 
-def field_record(found: Found) -> dict[str, Any]:
-    """The `--details` record of one field: status, start, end (null when unverified) and score."""
-    located = found.policy != UNVERIFIED
-    return {"status": found.policy, "start": found.start if located else None, "end": found.end if located else None,
-            "score": round(float(found.score), 3)}
+def combined(parts: list[Grounding]) -> Grounding:
+    """One field grounded by parts: the weakest status (missing only when every part is), the lowest score, the
+    cover of the parts (when located) and every change."""
+    given = [p for p in parts if p.status != MISSING]
+    if len(given) <= 1:
+        return given[0] if given else Grounding(MISSING)
+    status = max((p.status for p in given), key=STATUSES.index)
+    start, end = (min(p.start for p in given), max(p.end for p in given)) if status in LOCATED else (-1, -1)
+    return Grounding(status, start, end, min(p.score for p in given), tuple(c for p in given for c in p.changes),
+                     tuple(given))
+
+
+def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float = FUZZY_THRESHOLD,
+                answer: bool = False) -> Grounding:
+    """Ground one quote: exactly, then normalized, as given (an `answer` without a final stop or enclosing quote
+    marks first), then without its framing, then without edge punctuation; then fuzzily, without its framing
+    first. A quote of several sentences not found exactly or normalized as a whole is also grounded sentence by
+    sentence, and that is kept when its status is better and the whole quote was not found, or its sentences lie
+    out of order or apart. Empty: `missing`."""
+    text = "" if text is None else str(text).strip()
+    if not text:
+        return Grounding(MISSING)
+    if not passage:
+        return Grounding(UNVERIFIED)
+    whole = _ground_whole(passage, text, hint, threshold, answer)
+    if answer or whole.status in (EXACT, NORMALIZED):
+        return whole
+    sentences = [s.text for s in split_sentences(unframed(passage, text) or text, "refined") if tokens(s.text)[0]]
+    if len(sentences) < 2:
+        return whole
+    parts = combined([_ground_whole(passage, s, Hint(holding=hint.holding), threshold, False) for s in sentences])
+    better = STATUSES.index(parts.status) < STATUSES.index(whole.status)
+    return parts if better and (whole.status == UNVERIFIED or _apart(passage, parts)) else whole
+
+
+def _apart(passage: str, grounding: Grounding) -> bool:
+    """Whether the parts lie out of order, or with three or more words between two of them: then the whole quote's
+    alignment cannot judge them (next to one another, it sees what the joins left out, such as a `not`)."""
+    spans = grounding.spans
+    return any(b[0] < a[1] or len(tokens(passage[a[1]:b[0]])[0]) >= 3 for a, b in zip(spans, spans[1:]))
+
+
+def ground_field(passage: str, value: Any, hint: Hint = Hint()) -> Grounding:
+    """Ground an evidence field: one quote, or a list of quotes element by element (the weakest status)."""
+    if isinstance(value, list):
+        return combined([ground_text(passage, v, Hint(holding=hint.holding)) for v in value])
+    return ground_text(passage, value, hint)
 
 
 @dataclass
 class Grounded:
-    """A grounded submission, one details record per grounded question, and the status counts."""
+    """A grounded submission, one details record per grounded question, and the status counts over the
+    dataset's questions (a question without a prediction is `missing`)."""
 
     submission: dict[str, Any]
     details: list[dict[str, Any]]
@@ -140,10 +273,31 @@ class Grounded:
     answer_counts: dict[str, int] = field(default_factory=dict)  # span answers' status -> questions (span subsets)
 
     @property
-    def unverified_rate(self) -> float:
-        """The share (0-1) of grounded questions whose evidence is unverified."""
-        total = sum(self.counts.values())
-        return self.counts.get(UNVERIFIED, 0) / total if total else 0.0
+    def evidence_given(self) -> int:
+        """The questions with a (non-empty) evidence."""
+        return sum(self.counts.values()) - self.counts.get(MISSING, 0)
+
+    @property
+    def untrustworthy_rate(self) -> float | None:
+        """(unverified + altered) / evidence given, 0-1; None when no evidence is given."""
+        given = self.evidence_given
+        return sum(self.counts.get(s, 0) for s in UNTRUSTWORTHY) / given if given else None
+
+    def summary(self) -> dict[str, Any]:
+        """The figures a run records (scores.json): the counts, missing / unverified / altered over questions,
+        the evidence given and the untrustworthy-evidence rate (0-1, null when no evidence is given)."""
+        return {"counts": self.counts, "answer_counts": self.answer_counts, "questions": sum(self.counts.values()),
+                "evidence_given": self.evidence_given, **{s: self.counts.get(s, 0) for s in (MISSING, *UNTRUSTWORTHY)},
+                "untrustworthy_evidence_rate": self.untrustworthy_rate}
+
+
+def trust_line(summary: dict[str, Any]) -> str:
+    """The untrustworthy-evidence rate with what it counts, from a grounding summary."""
+    rate = summary["untrustworthy_evidence_rate"]
+    shown = "n/a" if rate is None else f"{100 * rate:.1f}%"
+    return (f"untrustworthy-evidence rate: {shown} (unverified {summary['unverified']} + altered "
+            f"{summary['altered']} of {summary['evidence_given']} questions with evidence; missing "
+            f"{summary['missing']} of {summary['questions']})")
 
 
 def check_subset(dataset: Dataset, submission: dict[str, Any], source: str = "submission") -> None:
@@ -156,37 +310,67 @@ def check_subset(dataset: Dataset, submission: dict[str, Any], source: str = "su
                           f"({dataset.subset}; first unknown: {first}); is it a submission for another subset?")
 
 
+def check_entry(source: str, qid: str, entry: Any) -> None:
+    """Refuse an entry the scorer would refuse, except an evidence that is a list of strings (grounded one by one)."""
+    evidence = entry.get("evidence") if isinstance(entry, dict) else None
+    if not isinstance(evidence, list):
+        parse_prediction(source, qid, entry)
+        return
+    for value in evidence:
+        if value is None or not isinstance(value, SCALAR_TYPES):
+            kind = "null" if value is None else "an array" if isinstance(value, list) else "an object"
+            raise ExpmrcError(f"{source}: question {qid}: `evidence` must be a string or a list of strings, got a "
+                              f"list holding {kind}")
+    parse_prediction(source, qid, {**entry, "evidence": ""})
+
+
+def _answer_inside(passage: str, answer: Grounding, evidence: Grounding) -> Grounding:
+    """A located answer moved to its occurrence inside the located evidence when it is not inside already."""
+    if answer.status not in LOCATED or evidence.status not in LOCATED:
+        return answer
+    spans = evidence.spans
+    if any(a <= answer.start and answer.end <= b for a, b in spans):
+        return answer
+    for a, b in spans:
+        inside = find(passage[a:b], passage[answer.start:answer.end], ("verbatim",))
+        if inside is not None:
+            return replace(answer, start=inside.start + a, end=inside.end + a)
+    return answer
+
+
 def ground_question(question: Any, entry: dict[str, Any], drop_unverified: bool) -> tuple[dict, dict]:
-    """One entry grounded (located fields replaced by passage substrings, offsets added) and its details record."""
+    """One entry grounded (fields located with their facts intact replaced by passage text, offsets added) and its
+    details record."""
     passage = passage_of(question)
     out = {k: v for k, v in entry.items() if k not in ("answer_start", "evidence_start")}
     record: dict[str, Any] = {"id": question.qid}
     answer = None
     if isinstance(question, SpanQuestion):
         answer = ground_text(passage, entry["answer"], Hint(start=entry.get("answer_start")), answer=True)
-    evidence = ground_text(passage, entry["evidence"], Hint(start=entry.get("evidence_start"),
-                                                            holding=None if answer is None or answer.start < 0
-                                                            else answer.span))
-    if answer is not None and answer.policy != UNVERIFIED and evidence.policy != UNVERIFIED \
-            and not (evidence.start <= answer.start and answer.end <= evidence.end):
-        inside = find(passage[evidence.start:evidence.end], passage[answer.start:answer.end], ("verbatim",))
-        if inside is not None:
-            answer = Found(inside.start + evidence.start, inside.end + evidence.start, answer.policy, answer.score)
-    for key, found in (("evidence", evidence), ("answer", answer)):
-        if found is None:
+    holding = answer.span if answer is not None and answer.status in LOCATED else None
+    evidence = ground_field(passage, entry["evidence"], Hint(start=entry.get("evidence_start"), holding=holding))
+    if answer is not None:
+        answer = _answer_inside(passage, answer, evidence)
+    for key, grounding in (("evidence", evidence), ("answer", answer)):
+        if grounding is None:
             continue
-        record[key] = field_record(found)
-        if found.policy != UNVERIFIED:
-            out[key], out[f"{key}_start"] = passage[found.start:found.end], found.start
-        elif drop_unverified:
+        record[key] = grounding.record()
+        if grounding.status in REPAIRED:
+            out[key], start = grounding.placed(passage)
+            if start is not None:
+                out[f"{key}_start"] = start
+        elif drop_unverified and grounding.status in UNTRUSTWORTHY:
             out[key] = ""
+        elif isinstance(out[key], list):  # the model's own quotes, as one text the scorer reads
+            out[key] = " ".join(str(v).strip() for v in out[key] if str(v).strip())
     return out, record
 
 
 def ground_submission(dataset: Dataset, submission: dict[str, Any], drop_unverified: bool = False,
                       source: str = "submission") -> Grounded:
     """Ground every prediction of `submission` that names a question of `dataset` (in dataset order); a submission
-    for another subset, or an entry the scorer would refuse, is an ExpmrcError naming `source` (and the question)."""
+    for another subset, or an entry the scorer would refuse, is an ExpmrcError naming `source` (and the question).
+    `drop_unverified` empties the altered and unverified fields."""
     check_subset(dataset, submission, source)
     grounded: dict[str, Any] = {}
     details: list[dict[str, Any]] = []
@@ -194,8 +378,11 @@ def ground_submission(dataset: Dataset, submission: dict[str, Any], drop_unverif
     answer_counts = dict.fromkeys(STATUSES, 0) if dataset.kind == "span" else {}
     for question in dataset.questions:
         if question.qid not in submission:
+            counts[MISSING] += 1
+            if answer_counts:
+                answer_counts[MISSING] += 1
             continue
-        parse_prediction(source, question.qid, submission[question.qid])  # refuses what the scorer would
+        check_entry(source, question.qid, submission[question.qid])
         entry, record = ground_question(question, submission[question.qid], drop_unverified)
         grounded[question.qid] = entry
         details.append(record)
@@ -203,5 +390,3 @@ def ground_submission(dataset: Dataset, submission: dict[str, Any], drop_unverif
         if "answer" in record:
             answer_counts[record["answer"]["status"]] += 1
     return Grounded(grounded, details, counts, answer_counts)
-
-

@@ -7,12 +7,13 @@ that finds anything wins, and `choose` picks one of its spans. Policies, registe
 - `offset`: the text exactly where a given offset (`start`) says, or nothing.
 - `verbatim`: every occurrence, character for character (overlapping ones included).
 - `whitespace`: every match that lets any run of whitespace in the text match any run in the passage.
-- `normalized`: every match after NFKC, full-/half-width punctuation folded to ASCII, quote marks and
-  whitespace dropped and case folded, on both sides; each match is mapped back to the passage
-  characters it came from.
-- `fuzzy`: one alignment over word tokens (over letters and digits in a CJK passage) with rapidfuzz:
-  the passage window most like the text, its score the share of the text's tokens matched in order,
-  in runs of two or more (0-100).
+- `normalized`: every match after the form is folded on both sides (`fold`: NFKC, full-/half-width
+  punctuation to ASCII, traditional Chinese script to simplified with OpenCC, accents of Latin
+  letters dropped, English negative contractions spelt out, case folded) and quote marks and
+  whitespace dropped; each match is mapped back to the passage characters it came from.
+- `fuzzy`: one alignment over word tokens of the folded form (over letters and digits in a CJK passage)
+  with rapidfuzz: the passage window most like the text, its score the share of the text's tokens
+  matched in order, in runs of two or more (0-100).
 
 Of several spans, `choose` takes the one holding `holding` (an evidence holding the answer), else one
 lying within `within` (an answer inside its evidence), else the one starting nearest `near`, else the
@@ -29,12 +30,21 @@ from collections.abc import Callable, Sequence
 
 Span = tuple[int, int]
 
-# punctuation NFKC leaves alone, folded to its ASCII counterpart (full-width ASCII forms NFKC folds itself)
+# punctuation NFKC leaves alone, folded to its ASCII counterpart (full-width ASCII forms NFKC folds itself), and
+# letters written without an accent
 _FOLD = str.maketrans({"。": ".", "、": ",", "｡": ".", "､": ",", "—": "-", "–": "-", "―": "-", "‐": "-",
                        "～": "~", "〜": "~", "·": ".", "・": ".", "《": "<", "》": ">", "〈": "<", "〉": ">",
-                       "【": "[", "】": "]", "〔": "(", "〕": ")"})
+                       "【": "[", "】": "]", "〔": "(", "〕": ")",
+                       # Latin letters whose accent Unicode does not decompose
+                       "ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ł": "l", "Ł": "L",
+                       "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "þ": "th", "Þ": "TH", "ı": "i"})
 QUOTES = frozenset("\"'`“”‘’„‟«»「」『』＂＇‹›〝〞")
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_ACCENTED = re.compile("[\u00c0-\u024f\u1e00-\u1eff]")
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0003134f]")
+# English negative contractions and `cannot`, spelt out (their stems where the spelling changes): a form
+_CONTRACTION = re.compile(r"\b(\w+?)n['’‘ʼ＇]t\b|\b(can)(not)\b", re.IGNORECASE)
+_STEMS = {"ca": "can", "wo": "will", "sha": "shall"}
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 _CHARACTER = re.compile(r"[^\W_]")
 
@@ -133,17 +143,64 @@ def _whitespace(passage: str, text: str, hint: Hint) -> list[tuple[Span, float]]
     return [(m.span(), 100.0) for m in pattern.finditer(passage)]
 
 
-@lru_cache(maxsize=256)
-def normalized(text: str) -> tuple[str, tuple[int, ...]]:
-    """The normalized form of `text` (module docstring) and, per character of it, its source index."""
+@lru_cache(maxsize=1)
+def _simplified() -> Callable[[str], str]:
+    """OpenCC's traditional-to-simplified conversion of one character (loaded once)."""
+    import opencc
+
+    return opencc.OpenCC("t2s").convert
+
+
+@lru_cache(maxsize=65536)
+def _fold_char(ch: str) -> str:
+    """One character's folded form: NFKC, punctuation to ASCII, simplified script, no accents, case folded."""
+    text = unicodedata.normalize("NFKC", ch).translate(_FOLD)
+    if _HAN.search(text):
+        text = "".join(_simplified()(c) for c in text)
+    elif _ACCENTED.match(text):  # a Latin letter without its accents (é -> e); kana keep their marks
+        text = "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
+    return text.casefold()
+
+
+def _spelt_out(match: re.Match) -> list[tuple[str, Span]]:
+    """A negative contraction (`didn't`, `can't`, `won't`) or `cannot` as its two words: (stem, its span),
+    (" not", the span of `n't` or `not`)."""
+    stem = 1 if match.group(1) else 2
+    word = match.group(stem).casefold()
+    return [(_STEMS.get(word, word), match.span(stem)), (" not", (match.end(stem), match.end()))]
+
+
+@lru_cache(maxsize=1024)
+def fold(text: str) -> tuple[str, tuple[int, ...]]:
+    """The form of `text` that differences of form do not change (module docstring; whitespace kept) and, per
+    character of it, its source index in `text` (non-decreasing)."""
     out: list[str] = []
     source: list[int] = []
-    for i, ch in enumerate(text):
-        for c in unicodedata.normalize("NFKC", ch).translate(_FOLD).casefold():
-            if not c.isspace() and c not in QUOTES:
-                out.append(c)
-                source.append(i)
+    at = 0
+    for match in [*_CONTRACTION.finditer(text), None]:
+        stop = len(text) if match is None else match.start()
+        parts = list(map(_fold_char, text[at:stop]))
+        out += parts
+        if sum(map(len, parts)) == stop - at:  # one character for one: the common case
+            source += range(at, stop)
+        else:
+            for i, folded in enumerate(parts, at):
+                source += [i] * len(folded)
+        if match is not None:
+            for words, (start, end) in _spelt_out(match):
+                out.append(words)
+                source += [start + k * (end - start) // len(words) for k in range(len(words))]
+            at = match.end()
     return "".join(out), tuple(source)
+
+
+@lru_cache(maxsize=1024)
+def normalized(text: str) -> tuple[str, tuple[int, ...]]:
+    """The folded form of `text` without quote marks and whitespace (module docstring) and, per character of it,
+    its source index."""
+    form, source = fold(text)
+    kept = [k for k, c in enumerate(form) if not c.isspace() and c not in QUOTES]
+    return "".join(form[k] for k in kept), tuple(source[k] for k in kept)
 
 
 @policy("normalized")
@@ -153,12 +210,13 @@ def _normalized(passage: str, text: str, hint: Hint) -> list[tuple[Span, float]]
     return [((source[a], source[b - 1] + 1), 100.0) for a, b in occurrences(form, key)]
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def tokens(text: str, characters: bool = False) -> tuple[tuple[str, ...], tuple[Span, ...]]:
-    """Word tokens of `text` (a CJK character is one; with `characters`, every letter and digit is one),
-    NFKC case-folded, with their character spans."""
+    """Word tokens of the folded form of `text` (a CJK character is one; with `characters`, every letter and digit
+    is one), with their character spans in `text`."""
+    form, source = fold(text)
     pattern = _CHARACTER if characters else _TOKEN
-    found = [(unicodedata.normalize("NFKC", m.group()).casefold(), m.span()) for m in pattern.finditer(text)]
+    found = [(m.group(), (source[m.start()], source[m.end() - 1] + 1)) for m in pattern.finditer(form)]
     return tuple(t for t, _ in found), tuple(s for _, s in found)
 
 
@@ -167,23 +225,45 @@ def is_cjk(text: str) -> bool:
     return len(re.findall(f"[{_CJK}]", text)) * 5 >= len(text) > 0
 
 
-def _encode(*sequences: Sequence[str]) -> list[str]:
-    """Token sequences as strings with one private-use character per distinct token (rapidfuzz compares characters)."""
+def encode(query: Sequence[str], passage: tuple[str, ...]) -> tuple[str, str]:
+    """Two token sequences as strings with one private-use character per distinct token (rapidfuzz compares
+    characters); the passage's code is kept, so a passage asked about many times is coded once."""
+    code, vocabulary = _passage_code(passage)
+    extra: dict[str, str] = {}
+    query_code = "".join(vocabulary.get(t) or extra.setdefault(t, chr(0xF0000 + len(vocabulary) + len(extra)))
+                         for t in query)
+    return query_code, code
+
+
+@lru_cache(maxsize=64)
+def _passage_code(passage: tuple[str, ...]) -> tuple[str, dict[str, str]]:
     vocabulary: dict[str, str] = {}
-    return ["".join(vocabulary.setdefault(t, chr(0xF0000 + len(vocabulary))) for t in seq) for seq in sequences]
+    return "".join(vocabulary.setdefault(t, chr(0xF0000 + len(vocabulary))) for t in passage), vocabulary
 
 
 def _blocks(query: str, region: str) -> list[tuple[int, int, int]]:
-    """(query index, region index, length) of the in-order matches of `query` in `region`, less the end
-    matches stranded far from the rest (by a gap of at least three times their length)."""
+    """(query index, region index, length) of the in-order matches of `query` in `region`, less the matches at
+    either end stranded far from the rest: one block, or a few blocks of at most a quarter of the query's tokens,
+    followed (preceded) by a gap of at least three times their length."""
     from rapidfuzz.distance import Indel
 
     blocks = [(b.a, b.b, b.size) for b in Indel.opcodes(query, region).as_matching_blocks() if b.size]
-    while len(blocks) > 1 and blocks[1][1] - (blocks[0][1] + blocks[0][2]) >= 3 * blocks[0][2]:
-        blocks.pop(0)
-    while len(blocks) > 1 and blocks[-1][1] - (blocks[-2][1] + blocks[-2][2]) >= 3 * blocks[-1][2]:
-        blocks.pop()
-    return blocks
+    blocks = blocks[_stranded(blocks, len(query) // 4):]
+    mirrored = [(0, len(region) - b - size, size) for _, b, size in reversed(blocks)]
+    return blocks[:len(blocks) - _stranded(mirrored, len(query) // 4)]
+
+
+def _stranded(blocks: list[tuple[int, int, int]], limit: int) -> int:
+    """How many leading blocks are stranded: the most whose total length (at most `limit` beyond the first block)
+    is at most a third of the gap after them."""
+    size = cut = 0
+    for k in range(1, len(blocks)):
+        size += blocks[k - 1][2]
+        if k > 1 and size > limit:
+            break
+        if blocks[k][1] - (blocks[k - 1][1] + blocks[k - 1][2]) >= 3 * size:
+            cut = k
+    return cut
 
 
 def _aligned(query: str, region: str) -> tuple[int, int, int] | None:
@@ -216,7 +296,7 @@ def _fuzzy(passage: str, text: str, hint: Hint) -> list[tuple[Span, float]]:
     passage_words, spans = tokens(passage, characters)
     if not words or not passage_words:
         return []
-    query, target = _encode(words, passage_words)
+    query, target = encode(words, passage_words)
     lo, hi = 0, len(target)
     if len(query) < len(target):
         window = fuzz.partial_ratio_alignment(query, target)
@@ -251,8 +331,9 @@ def choose(spans: Sequence[Span], hint: Hint) -> Span:
 
 
 def find(passage: str, text: str, policies: Sequence[str] = ("offset", "verbatim"), hint: Hint = Hint(),
-         region: Span | None = None) -> Found | None:
-    """Where `text` lies in `passage` (within `region` when given) by the first of `policies` that finds it, or None."""
+         region: Span | None = None, keep: Callable[[Span], bool] | None = None) -> Found | None:
+    """Where `text` lies in `passage` (within `region` when given) by the first of `policies` that finds it, or None;
+    with `keep`, only the spans (passage offsets) it keeps count."""
     if not text:
         return None
     lo, hi = region or (0, len(passage))
@@ -261,7 +342,8 @@ def find(passage: str, text: str, policies: Sequence[str] = ("offset", "verbatim
         hint = Hint(None if hint.start is None else hint.start - lo, _shift(hint.holding, -lo),
                     _shift(hint.within, -lo), None if hint.near is None else hint.near - lo)
     for name in policies:
-        found = POLICIES[name](rest, text, hint)
+        found = [(s, score) for s, score in POLICIES[name](rest, text, hint)
+                 if keep is None or keep((s[0] + lo, s[1] + lo))]
         if found:
             scores = dict(found)
             span = choose([s for s, _ in found], hint)

@@ -45,6 +45,22 @@ def write_dataset(folder: Path, subset: str) -> str:
     return str(path)
 
 
+def gold_reply(dataset_path: str):
+    """A server script answering each question from the gold data, the way chat models dress it: prose
+    around the JSON, a code fence, evidence with changed spacing and full-width punctuation."""
+    from expmrc.data.datasets import load_dataset
+
+    dataset = load_dataset(dataset_path)
+    by_question = {q.question: q for q in dataset.questions}
+
+    def reply(body: dict) -> str:
+        question = next(q for text, q in by_question.items() if text in body["messages"][-1]["content"])
+        answer = question.answer if hasattr(question, "answer") else question.answers[0]
+        evidence = question.evidences[0].replace(" ", "  ").replace("，", ",").replace("。", ".")
+        return f'Sure.\n```json\n{json.dumps({"answer": answer, "evidence": evidence}, ensure_ascii=False)}\n```'
+    return reply
+
+
 def write_training(folder: Path) -> str:
     """A labelled SQuAD-like training file (other questions, other passages) to draw shots from."""
     doc = {"version": "expmrc-squad-train", "data": [{"title": "Cities", "paragraphs": [
@@ -70,3 +86,36 @@ def official_scores(dataset: str, predictions: str) -> dict:
     with contextlib.redirect_stdout(out):
         assert module.main([dataset, predictions]) == 0
     return json.loads(out.getvalue())
+
+
+def write_many(folder: Path, count: int) -> str:
+    """A CMRC-2018-like dataset of `count` distinct questions on the CMRC passage (for runs long enough to stop)."""
+    doc = json.loads(json.dumps(CMRC))
+    qas = doc["data"][0]["paragraphs"][0]["qas"]
+    doc["data"][0]["paragraphs"][0]["qas"] = [dict(qas[n % 2], id=f"m{n}", question=f"{qas[n % 2]['question']}（{n}）")
+                                             for n in range(count)]
+    path = folder / "expmrc-cmrc2018-many.json"
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return str(path)
+
+
+def run_llm(folder: Path, dataset: str, url: str, *extra: str, out: str = "run") -> int:
+    """`expmrc llm` in this process against `url`, with the cache in `folder`, writing `folder/out`."""
+    from expmrc.cli import main
+
+    return main(["llm", dataset, "--model", "fake-model", "--base-url", url, "--output", str(folder / out),
+                 "--cache", str(folder / "cache.sqlite"), "--quiet", *extra])
+
+
+def read_run(run: Path, name: str):
+    """A JSON file of a run folder, or the records of its responses.jsonl."""
+    text = (run / name).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()] if name.endswith(".jsonl") else json.loads(text)
+
+
+def cached_rows(cache: Path) -> int:
+    """Replies in a response cache."""
+    import sqlite3
+
+    with sqlite3.connect(cache) as db:
+        return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])

@@ -19,11 +19,17 @@ CORPUS = [
     '{ } " : , . answer evidence A B C D',
     "北 京 是 中 国 的 首 都 上 海 城 市 长 江 河 流 什 么 哪 里 谁 年 出 生 在 答 案 证 据",
 ]
+# a template without a system role, as Gemma's and Mistral's older ones: it refuses the messages
+NO_SYSTEM_TEMPLATE = (
+    "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}"
+    + CHAT_TEMPLATE
+)
 SPECIAL = ["<pad>", "<unk>", "<|end|>", "<|system|>", "<|user|>", "<|assistant|>"]
 
 
-def make_tiny_chat_model(folder: Path, seed: int = 0) -> Path:
-    """Write a tokenizer (with chat template) and random weights of a tiny Llama into `folder`."""
+def make_tiny_chat_model(folder: Path, seed: int = 0, system_role: bool = True) -> Path:
+    """Write a tokenizer (with chat template; one refusing a system turn unless `system_role`) and random weights
+    of a tiny Llama into `folder`."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -33,7 +39,7 @@ def make_tiny_chat_model(folder: Path, seed: int = 0) -> Path:
     raw.train_from_iterator(CORPUS, trainers.WordLevelTrainer(special_tokens=SPECIAL))
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="<unk>", pad_token="<pad>",
                                         eos_token="<|end|>")
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = CHAT_TEMPLATE if system_role else NO_SYSTEM_TEMPLATE
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                          num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=8192,

@@ -15,26 +15,12 @@ from pathlib import Path
 import pytest
 from helpers.common import environment, needs_punkt
 from helpers.fake_openai import FakeChatServer
-from helpers.llm_data import DATASETS, official_scores, write_dataset, write_training
+from helpers.llm_data import DATASETS, gold_reply, official_scores, write_dataset, write_training
 
 from expmrc.cli import main
 from expmrc.data.datasets import load_dataset
 
 SECRET = "sk-test-secret-0123456789"
-
-
-def gold_reply(dataset_path: str):
-    """A server script answering each question from the gold data, the way chat models dress it: prose
-    around the JSON, a code fence, evidence with changed spacing and full-width punctuation."""
-    dataset = load_dataset(dataset_path)
-    by_question = {q.question: q for q in dataset.questions}
-
-    def reply(body: dict) -> str:
-        question = next(q for text, q in by_question.items() if text in body["messages"][-1]["content"])
-        answer = question.answer if hasattr(question, "answer") else question.answers[0]
-        evidence = question.evidences[0].replace(" ", "  ").replace("，", ",").replace("。", ".")
-        return f'Sure.\n```json\n{json.dumps({"answer": answer, "evidence": evidence}, ensure_ascii=False)}\n```'
-    return reply
 
 
 def llm(tmp_path: Path, dataset: str, url: str, *extra: str, out: str = "run") -> int:
@@ -73,9 +59,9 @@ def test_a_run_writes_a_complete_scored_grounded_record(tmp_path, subset, monkey
         assert predictions[question.qid]["evidence"] != question.evidences[0]  # the raw quote was perturbed
     scores = read(run, "scores.json")
     assert scores["grounded"]["ALL_F1"] == 100.0 and scores["grounded"]["SKIP"] == 0
-    assert scores["raw"]["ANS_F1"] == 100.0 and scores["parse"] == {"json": 2, "text": 0, "failed": 0}
+    assert scores["raw"]["ANS_F1"] == 100.0 and scores["parse"] == {"json": 2, "text": 0, "revised": 0, "failed": 0}
     assert ("LOCA" if dataset.kind == "span" else "LEX_LOCA") in scores["raw"]
-    assert scores["grounding"]["unverified_evidence_rate"] == 0.0
+    assert scores["grounding"]["untrustworthy_evidence_rate"] == 0.0 and scores["grounding"]["missing"] == 0
     info = read(run, "run_info.json")
     assert info["template"]["name"] == f"{dataset.kind}-{dataset.language}-v1" and info["replies"]["sent"] == 2
     records = [json.loads(line) for line in (run / "responses.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -90,7 +76,7 @@ def test_the_official_scorer_reads_every_question_even_when_replies_are_gibberis
     with FakeChatServer(lambda body: ", 城 河 question 么 says 上 : 河") as server:
         assert llm(tmp_path, path, server.url) == 0
     run = tmp_path / "run"
-    assert read(run, "scores.json")["parse"] == {"json": 0, "text": 0, "failed": 2}
+    assert read(run, "scores.json")["parse"] == {"json": 0, "text": 0, "revised": 0, "failed": 2}
     assert all(p == {"answer": "", "evidence": ""} for p in read(run, "predictions.json").values())
     official = official_scores(path, str(run / "predictions.json"))
     assert official["SKIP"] == 0 and official["TOTAL"] == 2
@@ -104,7 +90,8 @@ def test_a_rerun_sends_no_request_twice(tmp_path):
         assert len(server.requests) == 2
         assert llm(tmp_path, path, server.url, "--temperature", "0.5", out="three") == 0  # other sampling: new key
         assert len(server.requests) == 4
-    assert read(tmp_path / "two", "run_info.json")["replies"] == {"sent": 0, "cached": 2, "imported_from": None}
+    assert read(tmp_path / "two", "run_info.json")["replies"] == {"sent": 0, "cached": 2, "cached_by_old_key": 0,
+                                                                  "unusable": 0, "truncated": 0, "imported_from": None}
     assert read(tmp_path / "two", "predictions.json") == read(tmp_path / "one", "predictions.json")
 
 
@@ -261,12 +248,13 @@ def test_a_killed_run_leaves_no_output_and_resumes_paying_nothing_twice(tmp_path
         child.wait()
         assert not run.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".run")] == []
         with sqlite3.connect(cache) as db:
-            cached = db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+            cached = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         assert 1 <= cached < 8
         before = len(server.requests)
         subprocess.run(argv + ["--base-url", server.url], env=environment(), check=True, stderr=subprocess.DEVNULL)
         assert len(server.requests) - before == 8 - cached
-    assert read(run, "run_info.json")["replies"] == {"sent": 8 - cached, "cached": cached, "imported_from": None}
+    replies = read(run, "run_info.json")["replies"]
+    assert (replies["sent"], replies["cached"], replies["unusable"]) == (8 - cached, cached, 0)
 
 
 

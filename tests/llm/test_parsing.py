@@ -1,11 +1,20 @@
 """Reply parsing on a corpus of realistic replies: English and Chinese, span and choice, every dress a model
-puts its answer in; and the replies nothing can be made of, which must fail softly and be counted."""
+puts its answer in (helpers/reply_corpus.py, one test per style); answers stated twice; option text that
+looks like a letter; JSON found and repaired in one linear pass; and the replies nothing can be made of,
+which must fail softly and be counted."""
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
-from expmrc.llm.parsing import choice_letter, parse_reply, strip_reasoning
+import pytest
+from helpers.common import dev_set
+from helpers.reply_corpus import STYLES, cases, same_quote
+
+from expmrc.data.datasets import LABELS, load_dataset
+from expmrc.llm.jsonscan import MAX_DEPTH, scan
+from expmrc.llm.parsing import EVIDENCE_KEYS, choice_letter, letter_of, parse_reply, strip_reasoning
 
 OPTIONS_EN = ["Three pears", "Three apples and bread", "Only bread", "Nothing"]
 OPTIONS_ZH = ["走路", "坐公交车", "骑自行车", "坐地铁"]
@@ -60,7 +69,12 @@ FAILURES = [  # reply, options: nothing usable
     ('{"answer": "apples", "evidence": "matches no option by itself"}', ["red apples", "green apples"]),
     ("<think>Let me think about it step by step. The passage says", OPTIONS_EN),
     ('{"evidence": "an object without any answer"}', None),
-    ('{"answer": "B", "evidence": "unclosed', OPTIONS_EN),
+    ('{"answer": "B. Only bread", "evidence": "letter and text disagree"}', OPTIONS_EN),
+    ("A. Three pears\nB. Three apples and bread\nC. Only bread", OPTIONS_EN),  # options restated, none chosen
+    ("If we chose A, the passage would have to mention pears.", OPTIONS_EN),
+    ("如果选A，文中应该提到梨。", OPTIONS_ZH),
+    ("Let me find where the answer is located in the passage.", None),
+    ('Reply format: {"answer": "<the shortest span>", "evidence": "<a sentence>"}', None),
 ]
 
 
@@ -90,3 +104,118 @@ def test_reasoning_is_dropped_even_when_the_template_opened_it():
 def test_ambiguous_option_text_names_no_letter():
     assert choice_letter("apples", ["red apples", "green apples"]) is None
     assert choice_letter("red apples", ["red apples", "green apples"]) == "A"
+
+
+@pytest.mark.parametrize("case", cases(STYLES), ids=lambda c: c.style)
+def test_every_style_of_the_corpus_is_read(case):
+    parsed = parse_reply(case.reply, list(case.item.options) if case.item.options else None)
+    assert parsed.answer == case.answer, parsed
+    assert case.evidence is None or same_quote(parsed.evidence, case.evidence), parsed
+    assert (parsed.status == "revised") == case.revised, parsed
+
+
+RACE_LIKE = ["A clerk.", "A teacher.", "An actor.", "a nurse"]
+
+
+@pytest.mark.parametrize(("answer", "letter"), [
+    ("A clerk.", "A"), ("A teacher.", "B"), ("a teacher", "B"), ("An actor.", "C"), ("a nurse", "D"),
+    ("A nurse, as the passage says", "D"), ("A teacher. She works at a school.", "B"), ("B. A teacher.", "B"),
+    ("(B) A teacher.", "B"), ("B", "B"), ("b", "B"), ("Option D", "D"), ("D) a nurse", "D"), ("A", "A"),
+    ("A because she works at a bank", "A"), ("B whatever follows", "B"), ("C  (the third)", "C"),
+])
+def test_option_text_is_matched_before_a_leading_letter_like_word(answer, letter):
+    assert choice_letter(answer, RACE_LIKE) == letter
+    assert parse_reply(f'{{"answer": "{answer}", "evidence": "x"}}', RACE_LIKE).answer == letter
+
+
+def test_an_article_before_words_that_are_no_option_is_no_letter():
+    assert letter_of("A clerk at the bank", ["A teacher.", "A nurse."]) == \
+        (None, "answer 'A clerk at the bank' names no option")
+
+
+def test_a_letter_whose_text_is_another_options_is_refused_with_the_reason():
+    letter, why = letter_of("C. A teacher.", RACE_LIKE)
+    assert letter is None and "letter C" in why and "option B" in why
+    assert letter_of("E", RACE_LIKE) == (None, "answer 'E': there is no option E")
+
+
+@pytest.mark.parametrize("reply", [
+    'Answer: A\n\n{"answer": "C", "evidence": "x"}',
+    '{"answer": "A", "evidence": "x"}\nOn second thought, the answer is C.',
+    "Answer: A\nActually, the answer is C.",
+    '{"answer": "A"}\n{"answer": "C", "evidence": "x"}',
+    '{"answer": ["A", "C"], "evidence": "x"}',
+    "选A。\n不对，应选C。",
+])
+def test_the_final_stated_answer_is_taken_and_the_revision_is_said(reply):
+    parsed = parse_reply(reply, OPTIONS_EN)
+    assert (parsed.answer, parsed.status) == ("C", "revised")
+    assert "A, C" in parsed.note and "last" in parsed.note
+
+
+def test_an_answer_restated_the_same_is_no_revision():
+    reply = 'The answer is (B).\n\n```json\n{"answer": "B", "evidence": "He bought three apples."}\n```\nSo: B.'
+    assert parse_reply(reply, OPTIONS_EN) == parse_reply(reply, OPTIONS_EN)
+    parsed = parse_reply(reply, OPTIONS_EN)
+    assert (parsed.answer, parsed.evidence, parsed.status, parsed.note) == ("B", "He bought three apples.", "json", "")
+
+
+def test_answer_words_inside_a_quote_are_part_of_the_quote():
+    parsed = parse_reply('Answer: B. Evidence: "Tom said the answer is A." (line 2)', OPTIONS_EN)
+    assert (parsed.answer, parsed.evidence, parsed.status) == ("B", "Tom said the answer is A.", "text")
+
+
+def test_words_inside_a_json_string_are_not_read_as_statements():
+    reply = '{"reasoning": "The answer is A? No: the answer is C.", "answer": "C", "evidence": "x"}'
+    assert parse_reply(reply, OPTIONS_EN).status == "json"
+
+
+def test_repairs_are_named_in_the_note():
+    parsed = parse_reply('{"answer": "B", "evidence": "cut off here', OPTIONS_EN)
+    assert (parsed.answer, parsed.evidence, parsed.status, parsed.note) == ("B", "cut off here", "json", "JSON repaired")
+
+
+@pytest.mark.parametrize("text", [
+    'prose {"a": "}"} {"answer": "B", "evidence": "x \\" } y"} tail',
+    'stray { brace, then {"answer": "B", "evidence": "x \\" } y"}',
+    '[{"answer": "B", "evidence": "x \\" } y"}]',
+])
+def test_objects_are_found_whatever_braces_and_quotes_surround_them(text):
+    values = [found.value for found in scan(text).objects]
+    assert {"answer": "B", "evidence": 'x " } y'} in values
+
+
+def test_a_reply_nested_past_the_depth_limit_fails_in_one_note():
+    reply = "{" * 50_000 + '"answer": "B"' + "}" * 50_000
+    parsed = parse_reply(reply, OPTIONS_EN)
+    assert parsed.status == "failed" and f"deeper than {MAX_DEPTH}" in parsed.note
+    shallow = '{"a": ' * (MAX_DEPTH - 1) + '{"answer": "B"}' + "}" * (MAX_DEPTH - 1)
+    assert parse_reply(shallow, OPTIONS_EN).answer == "B"
+
+
+def test_a_megabyte_reply_parses():
+    filler = "The passage is long. " * 50_000
+    parsed = parse_reply(filler + '\n{"answer": "C", "evidence": "Only bread was left."}', OPTIONS_EN)
+    assert (parsed.answer, parsed.evidence) == ("C", "Only bread was left.")
+
+
+def test_every_evidence_key_is_documented():
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "llm.md").read_text(encoding="utf-8")
+    assert [key for key in EVIDENCE_KEYS if f"`{key}`" not in docs] == []
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("subset", ["race", "c3"])
+def test_every_dev_set_option_given_by_its_text_or_letter_reads_back_as_its_own_letter(subset):
+    dataset = load_dataset(dev_set(subset))
+    wrong = []
+    for question in dataset.questions:
+        texts = [option.strip() for option in question.options]
+        if not all(texts) or len(set(texts)) < len(texts):
+            continue  # blank or repeated options name no single letter
+        for i, option in enumerate(question.options):
+            for reply in (json.dumps({"answer": option, "evidence": "x"}, ensure_ascii=False),
+                          f"Answer: {LABELS[i]}. {option}", f"答案：{option}"):
+                if parse_reply(reply, question.options).answer != LABELS[i]:
+                    wrong.append((question.qid, reply))
+    assert wrong == []

@@ -8,7 +8,7 @@ import pytest
 
 from helpers.common import ROOT, dev_set
 from expmrc.data.datasets import load_dataset
-from expmrc.text.grounding import UNVERIFIED, ground_submission, ground_text
+from expmrc.text.grounding import REPAIRED, UNVERIFIED, ground_submission, ground_text
 
 EN = ("The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region in "
       "France. They were descended from Norse raiders and pirates from Denmark, Iceland and Norway who, under "
@@ -68,7 +68,7 @@ FABRICATED = [
 @pytest.mark.parametrize("passage, quote, gold", FAITHFUL)
 def test_an_honest_quote_is_tied_to_the_passage_text_it_quotes(passage, quote, gold):
     found = ground_text(passage, quote)
-    assert found.policy != UNVERIFIED, quote
+    assert found.status in REPAIRED, (quote, found)
     start = passage.index(gold)
     overlap = min(found.end, start + len(gold)) - max(found.start, start)
     union = max(found.end, start + len(gold)) - min(found.start, start)
@@ -77,21 +77,22 @@ def test_an_honest_quote_is_tied_to_the_passage_text_it_quotes(passage, quote, g
 
 @pytest.mark.parametrize("passage, quote", FABRICATED)
 def test_a_fabricated_quote_is_unverified(passage, quote):
-    assert ground_text(passage, quote).policy == UNVERIFIED
+    assert ground_text(passage, quote).status == UNVERIFIED
 
 
 def test_statuses_and_scores_say_how_each_quote_was_found():
     def status(found):
-        return found.policy, found.score
+        return found.status, found.score
 
     assert status(ground_text(EN, E1)) == ("exact", 100.0)
     assert status(ground_text(EN, E1.upper())) == ("normalized", 100.0)
     fuzzy = ground_text(EN, "they were descended from norse raiders and pirates from Denmark and Norway")
-    assert fuzzy.policy == "fuzzy" and 80 <= fuzzy.score <= 100
-    assert (ground_text(EN, "").start, ground_text(EN, "").policy) == (-1, UNVERIFIED)
+    assert fuzzy.status == "fuzzy" and 80 <= fuzzy.score <= 100
+    assert (ground_text(EN, " ").start, ground_text(EN, " ").status) == (-1, "missing")
+    assert (ground_text(EN, "Vikings sailed to Greenland").start, ground_text(EN, "Vikings").status) == (-1, UNVERIFIED)
     # an answer written with a final stop or in quote marks is the passage text without them
     answer = ground_text(ZH, "“1987年”。", answer=True)
-    assert ZH[answer.start:answer.end] == "1987年" and answer.policy == "exact"
+    assert ZH[answer.start:answer.end] == "1987年" and answer.status == "exact"
 
 
 def span_dataset(write_json):
@@ -122,9 +123,10 @@ def test_ground_submission_replaces_located_fields_with_passage_text(write_json)
     assert q2["evidence"] == SUBMISSION["q2"]["evidence"] and "evidence_start" not in q2  # unverified: as given
     assert EN[q2["answer_start"]:].startswith("Rollo")  # the wrong offset 3 is replaced by where Rollo is
     assert q3["answer"] == "Spain" and "answer_start" not in q3 and q3["evidence_start"] == EN.index("Normandy, a")
-    assert result.counts == {"exact": 1, "normalized": 1, "fuzzy": 0, "unverified": 1}
-    assert result.answer_counts == {"exact": 1, "normalized": 1, "fuzzy": 0, "unverified": 1}  # q1 lower case
-    assert result.unverified_rate == pytest.approx(1 / 3)
+    none = {"fuzzy": 0, "altered": 0, "missing": 0}
+    assert result.counts == {"exact": 1, "normalized": 1, "unverified": 1, **none}
+    assert result.answer_counts == {"exact": 1, "normalized": 1, "unverified": 1, **none}  # q1 lower case
+    assert result.untrustworthy_rate == pytest.approx(1 / 3)
     assert result.details[1] == {"id": "q2", "evidence": {"status": "unverified", "start": None, "end": None,
                                                           "score": result.details[1]["evidence"]["score"]},
                                  "answer": {"status": "exact", "start": EN.index("Rollo"),
@@ -143,8 +145,9 @@ def test_the_command_writes_the_grounded_submission_and_details_and_prints_the_c
     out, details = tmp_path / "g.json", tmp_path / "d.jsonl"
     result = run(data, write_json("sub.json", SUBMISSION), "--output", str(out), "--details", str(details))
     assert result.returncode == 0, result.stderr
-    assert "evidence: exact 1, normalized 1, fuzzy 0, unverified 1" in result.stdout
-    assert "unverified-evidence rate: 33.3% (1 of 3)" in result.stdout
+    assert "evidence: exact 1, normalized 1, fuzzy 0, altered 0, unverified 1, missing 0" in result.stdout
+    assert ("untrustworthy-evidence rate: 33.3% (unverified 1 + altered 0 of 3 questions with evidence; "
+            "missing 0 of 3)") in result.stdout
     records = [json.loads(line) for line in details.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in records] == ["q1", "q2", "q3"]
     assert all(set(r) == {"id", "evidence", "answer"} and set(r["evidence"]) == {"status", "start", "end", "score"}
@@ -199,8 +202,13 @@ def test_perturbed_gold_evidence_of_the_dev_sets_is_grounded(subset):
 
 def test_an_entry_the_scorer_would_refuse_is_one_line_naming_file_and_question(write_json, tmp_path):
     data = span_dataset(write_json).path
-    sub = write_json("bad.json", {"q1": {"answer": "Rollo", "evidence": ["a list"]}, "q2": SUBMISSION["q2"]})
+    sub = write_json("bad.json", {"q1": {"answer": "Rollo", "evidence": {"text": "x"}}, "q2": SUBMISSION["q2"]})
     result = run(data, sub, "--output", str(tmp_path / "g.json"))
     assert result.returncode == 2 and not (tmp_path / "g.json").exists()
     assert result.stderr.strip() == f"error: {sub}: question q1: `evidence` must be a string (numbers are scored as " \
-                                    "text), got a JSON array"
+                                    "text), got a JSON object"
+    nested = write_json("nested.json", {"q1": {"answer": "Rollo", "evidence": ["Rollo", ["x"]]}})
+    result = run(data, nested, "--output", str(tmp_path / "g.json"))
+    assert result.returncode == 2 and not (tmp_path / "g.json").exists()
+    assert result.stderr.strip() == f"error: {nested}: question q1: `evidence` must be a string or a list of " \
+                                    "strings, got a list holding an array"

@@ -1,0 +1,277 @@
+"""A corpus of realistic chat-model replies, English and Chinese, span and multiple choice: every dress a model
+puts its answer and evidence in (JSON clean, fenced, repaired, nested; labelled lines; headings; LaTeX;
+Chinese 选D forms; reasoning first; answers revised mid-reply). Each style is a template filled from a
+question below; `case` gives the reply and what must be read from it.
+
+The parser was tuned on STYLES; reply_corpus_heldout.HELD_OUT was written apart and is reported apart.
+Placeholders: <ANS> span answer, <WANS> a wrong span of the same passage, <EVI> the evidence sentence,
+<LET>/<TXT> the right option's letter and text, <WLET>/<WTXT> a wrong option's, <OPTLIST> the options
+as `A. text` lines.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+LETTERS = "ABCDEFGH"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question the corpus answers: its passage, gold answer (span text or option index) and evidence."""
+
+    passage: str
+    question: str
+    answer: str  # span text, or the letter of the right option
+    evidence: str
+    wrong: str = ""  # another span of the passage (span items)
+    options: tuple[str, ...] = ()
+
+
+ITEMS = {
+    "span-en": [
+        Item("The Rhine rises in the Swiss Alps. It flows north through Germany and the Netherlands. It reaches the "
+             "North Sea near Rotterdam, after a course of about 1,230 kilometres.", "Where does the Rhine reach the sea?",
+             "near Rotterdam", "It reaches the North Sea near Rotterdam, after a course of about 1,230 kilometres.",
+             "the Swiss Alps"),
+        Item("The Rhine rises in the Swiss Alps. It flows north through Germany and the Netherlands. It reaches the "
+             "North Sea near Rotterdam, after a course of about 1,230 kilometres.", "Where does the Rhine rise?",
+             "the Swiss Alps", "The Rhine rises in the Swiss Alps.", "near Rotterdam"),
+        Item("The Eiffel Tower was built for the 1889 World's Fair. It was designed by the company of Gustave Eiffel. "
+             "For 41 years it was the tallest man-made structure in the world.",
+             "Whose company designed the Eiffel Tower?", "Gustave Eiffel",
+             "It was designed by the company of Gustave Eiffel.", "the 1889 World's Fair"),
+        Item("The Eiffel Tower was built for the 1889 World's Fair. It was designed by the company of Gustave Eiffel. "
+             "For 41 years it was the tallest man-made structure in the world.",
+             "For how many years was it the tallest man-made structure?", "41 years",
+             "For 41 years it was the tallest man-made structure in the world.", "1889"),
+    ],
+    "span-zh": [
+        Item("长江是中国第一长河，全长约6300公里。它发源于青藏高原，最终在上海注入东海。长江流域是中国经济最发达的地区之一。",
+             "长江在哪里注入东海？", "上海", "它发源于青藏高原，最终在上海注入东海。", "青藏高原"),
+        Item("长江是中国第一长河，全长约6300公里。它发源于青藏高原，最终在上海注入东海。长江流域是中国经济最发达的地区之一。",
+             "长江全长约多少公里？", "6300公里", "长江是中国第一长河，全长约6300公里。", "上海"),
+        Item("北京故宫始建于明朝永乐四年，即1406年。它是世界上现存规模最大的木质结构古建筑群之一。1987年，故宫被列为世界文化遗产。",
+             "故宫哪一年被列为世界文化遗产？", "1987年", "1987年，故宫被列为世界文化遗产。", "1406年"),
+        Item("北京故宫始建于明朝永乐四年，即1406年。它是世界上现存规模最大的木质结构古建筑群之一。1987年，故宫被列为世界文化遗产。",
+             "故宫始建于哪个朝代？", "明朝", "北京故宫始建于明朝永乐四年，即1406年。", "1987年"),
+    ],
+    "choice-en": [
+        Item("Tom went to the market on Sunday. He bought three apples and a loaf of bread. On the way home it began "
+             "to rain, so he ran.", "What did Tom buy?", "B", "He bought three apples and a loaf of bread.",
+             options=("Three pears", "Three apples and bread", "Only bread", "Nothing")),
+        Item("Mary has worked at the city hospital for ten years. She is a doctor who looks after children. Every "
+             "morning she walks to work with her dog.", "What is Mary's job?", "C",
+             "She is a doctor who looks after children.", options=("A clerk.", "A teacher.", "A doctor.", "A farmer.")),
+        Item("Tom went to the market on Sunday. He bought three apples and a loaf of bread. On the way home it began "
+             "to rain, so he ran.", "Why did Tom run home?", "B", "On the way home it began to rain, so he ran.",
+             options=("He was late", "It began to rain", "He was hungry", "A dog chased him")),
+        Item("Mary has worked at the city hospital for ten years. She is a doctor who looks after children. Every "
+             "morning she walks to work with her dog.", "Who goes to work with Mary?", "A",
+             "Every morning she walks to work with her dog.", options=("Her dog.", "A friend.", "Her son.", "A nurse.")),
+    ],
+    "choice-zh": [
+        Item("小明每天早上七点起床。他先跑步半小时，然后吃早饭。吃完早饭后，他骑自行车去学校。", "小明怎么去学校？", "C",
+             "吃完早饭后，他骑自行车去学校。", options=("走路", "坐公交车", "骑自行车", "坐地铁")),
+        Item("王阿姨在超市工作了二十年。她每天坐地铁上班，周末喜欢去公园跳舞。", "王阿姨周末喜欢做什么？", "B",
+             "她每天坐地铁上班，周末喜欢去公园跳舞。", options=("去超市", "跳舞", "坐地铁", "看电影")),
+        Item("小明每天早上七点起床。他先跑步半小时，然后吃早饭。吃完早饭后，他骑自行车去学校。", "小明几点起床？", "B",
+             "小明每天早上七点起床。", options=("六点", "七点", "八点")),
+        Item("王阿姨在超市工作了二十年。她每天坐地铁上班，周末喜欢去公园跳舞。", "王阿姨在哪里工作？", "C",
+             "王阿姨在超市工作了二十年。", options=("公园", "学校", "超市", "医院")),
+    ],
+}
+
+STYLES = [  # (name, kind, template, flags): flags "revised" when the reply states two different answers
+    # English span
+    ("span-en-json", "span-en", '{"answer": "<ANS>", "evidence": "<EVI>"}', ""),
+    ("span-en-fenced", "span-en", '```json\n{\n  "answer": "<ANS>",\n  "evidence": "<EVI>"\n}\n```', ""),
+    ("span-en-prose-around", "span-en",
+     'Here is my answer in the requested format:\n\n{"answer": "<ANS>", "evidence": "<EVI>"}\n\nLet me know!', ""),
+    ("span-en-think", "span-en",
+     '<think>The question asks where. {"answer": "<WANS>"} would be wrong.</think>\n'
+     '{"answer": "<ANS>", "evidence": "<EVI>"}', ""),
+    ("span-en-bold-lines", "span-en", '**Answer:** <ANS>\n**Evidence:** "<EVI>"', ""),
+    ("span-en-answer-is", "span-en", "The answer is <ANS>.\nEvidence: <EVI>", ""),
+    ("span-en-capital-keys-list", "span-en", '{"Answer": "<ANS>", "Evidence": ["<EVI>"]}', ""),
+    ("span-en-single-quoted", "span-en", "{'answer': '<ANS>', 'evidence': '<EVI>'}", ""),
+    ("span-en-trailing-comma", "span-en", '{"answer": "<ANS>", "evidence": "<EVI>",}', ""),
+    ("span-en-nested-result", "span-en", '{"result": {"answer": "<ANS>", "evidence": "<EVI>"}}', ""),
+    ("span-en-nested-evidence-outside", "span-en", '{"output": {"answer": "<ANS>"}, "supporting_sentence": "<EVI>"}', ""),
+    ("span-en-headings", "span-en", "### Answer\n<ANS>\n\n### Evidence\n<EVI>", ""),
+    ("span-en-labels-own-line", "span-en", "Answer:\n<ANS>\n\nEvidence:\n<EVI>", ""),
+    ("span-en-boxed", "span-en", "The answer is $\\boxed{\\text{<ANS>}}$.\n\nEvidence: <EVI>", ""),
+    ("span-en-final-answer", "span-en", "Final Answer: <ANS>\nSupporting evidence: <EVI>", ""),
+    ("span-en-unclosed", "span-en", '{"answer": "<ANS>", "evidence": "<EVI>"', ""),
+    ("span-en-unquoted-keys", "span-en", '{answer: "<ANS>", evidence: "<EVI>"}', ""),
+    ("span-en-json-twice", "span-en",
+     '{"answer": "<WANS>", "evidence": "<EVI>"}\nOn reflection that is wrong.\n{"answer": "<ANS>", "evidence": "<EVI>"}',
+     "revised"),
+    ("span-en-text-correction", "span-en", "Answer: <WANS>\nCorrection: the answer is <ANS>.\nEvidence: <EVI>", "revised"),
+    ("span-en-cot", "span-en",
+     'Let\'s think step by step. The question asks about the passage. The passage says "<EVI>" So the answer is '
+     '<ANS>.\n\n{"answer": "<ANS>", "evidence": "<EVI>"}', ""),
+    ("span-en-quote-key", "span-en", '{"answer": "<ANS>", "quote": "<EVI>"}', ""),
+    ("span-en-quoted-lines", "span-en", 'Answer: "<ANS>"\nEvidence: "<EVI>"', ""),
+    ("span-en-pipe", "span-en", "Answer: <ANS> | Evidence: <EVI>", ""),
+    ("span-en-spaced-keys", "span-en", '{"Final Answer": "<ANS>", "Supporting Evidence": "<EVI>"}', ""),
+    ("span-en-passage-says", "span-en", 'The passage says: "<EVI>" Therefore, the answer is <ANS>.', ""),
+    ("span-en-comment-in-json", "span-en", '{\n  "answer": "<ANS>", // the shortest span\n  "evidence": "<EVI>"\n}', ""),
+    # Chinese span
+    ("span-zh-json", "span-zh", '{"answer": "<ANS>", "evidence": "<EVI>"}', ""),
+    ("span-zh-fenced-zh-keys", "span-zh", '```\n{"答案": "<ANS>", "证据": "<EVI>"}\n```', ""),
+    ("span-zh-lines", "span-zh", "答案：<ANS>\n证据：“<EVI>”", ""),
+    ("span-zh-answer-is", "span-zh", "根据文章，答案是<ANS>。\n原文：<EVI>", ""),
+    ("span-zh-prose-json", "span-zh", '好的，以下是回答：{"answer": "<ANS>", "evidence": "<EVI>"}', ""),
+    ("span-zh-fullwidth-json", "span-zh", "{“答案”：“<ANS>”，“证据”：“<EVI>”}", ""),
+    ("span-zh-fullwidth-colons", "span-zh", '{"答案"："<ANS>"，"证据"："<EVI>"}', ""),
+    ("span-zh-yuanwen-yiju", "span-zh", '{"answer": "<ANS>", "原文依据": "<EVI>"}', ""),
+    ("span-zh-brackets-one-line", "span-zh", "【答案】<ANS>【证据】<EVI>", ""),
+    ("span-zh-heading", "span-zh", "### 答案\n<ANS>\n### 证据\n<EVI>", ""),
+    ("span-zh-labels-own-line", "span-zh", "答案：\n<ANS>\n证据：\n<EVI>", ""),
+    ("span-zh-nested", "span-zh", '{"结果": {"答案": "<ANS>", "证据": "<EVI>"}}', ""),
+    ("span-zh-single-quoted", "span-zh", "{'答案': '<ANS>', '证据': '<EVI>'}", ""),
+    ("span-zh-trailing-comma", "span-zh", '{"answer": "<ANS>", "evidence": "<EVI>",}', ""),
+    ("span-zh-correction", "span-zh", "答案：<WANS>。\n更正：答案是<ANS>。\n证据：<EVI>", "revised"),
+    ("span-zh-cot", "span-zh",
+     '让我们一步一步思考。文中说“<EVI>”所以答案是<ANS>。\n\n{"answer": "<ANS>", "evidence": "<EVI>"}', ""),
+    ("span-zh-final", "span-zh", "最终答案：<ANS>\n依据：<EVI>", ""),
+    ("span-zh-huida", "span-zh", "回答：<ANS>\n原文依据：<EVI>", ""),
+    ("span-zh-boxed", "span-zh", "\\boxed{<ANS>}\n证据：<EVI>", ""),
+    ("span-zh-wenzhong", "span-zh", "文中提到：“<EVI>”因此答案为<ANS>。", ""),
+    ("span-zh-evidence-list", "span-zh", '{"答案": "<ANS>", "证据": ["<EVI>"]}', ""),
+    # English multiple choice
+    ("choice-en-json", "choice-en", '{"answer": "<LET>", "evidence": "<EVI>"}', ""),
+    ("choice-en-json-paren", "choice-en", '{"answer": "(<LET>)", "evidence": "<EVI>"}', ""),
+    ("choice-en-json-letter-text", "choice-en", '{"answer": "<LET>. <TXT>", "evidence": "<EVI>"}', ""),
+    ("choice-en-json-text", "choice-en", '{"answer": "<TXT>", "evidence": "<EVI>"}', ""),
+    ("choice-en-json-lower-text", "choice-en", '{"answer": "<txt>", "evidence": "<EVI>"}', ""),
+    ("choice-en-lines", "choice-en", "Answer: (<LET>)\nEvidence: <EVI>", ""),
+    ("choice-en-after-reading", "choice-en", "After reading the passage carefully, the answer is <LET>.", ""),
+    ("choice-en-option-paren-text", "choice-en", "The correct answer is option <LET>) <TXT>", ""),
+    ("choice-en-think-then-line", "choice-en", "<think>Maybe <WLET>? no.</think>\nAnswer: <LET>", ""),
+    ("choice-en-fenced-lower", "choice-en", '```json\n{"answer": "<let>", "evidence": "<EVI>"}\n```', ""),
+    ("choice-en-bare", "choice-en", "<LET>", ""),
+    ("choice-en-bare-stop", "choice-en", "<LET>.", ""),
+    ("choice-en-boxed", "choice-en", "\\boxed{<LET>}", ""),
+    ("choice-en-boxed-text", "choice-en", "Therefore the final answer is $\\boxed{\\text{<LET>}}$.", ""),
+    ("choice-en-label-own-line", "choice-en", "<LET>\n\nEvidence: <EVI>", ""),
+    ("choice-en-headings", "choice-en", "### Answer\n<LET>\n\n### Evidence\n<EVI>", ""),
+    ("choice-en-bold-own-line", "choice-en", "**Answer:**\n\n**<LET>**\n\n**Evidence:** <EVI>", ""),
+    ("choice-en-single-quoted", "choice-en", "{'answer': '<LET>', 'evidence': '<EVI>'}", ""),
+    ("choice-en-trailing-comma", "choice-en", '{"answer": "<LET>", "evidence": "<EVI>",}', ""),
+    ("choice-en-nested-result", "choice-en", '{"result": {"answer": "<LET>", "evidence": "<EVI>"}}', ""),
+    ("choice-en-text-line", "choice-en", "Answer: <TXT>\nEvidence: <EVI>", ""),
+    ("choice-en-option-is-correct", "choice-en", "Option <LET> is correct.\nEvidence: <EVI>", ""),
+    ("choice-en-letter-is-correct-answer", "choice-en", "<LET> is the correct answer.", ""),
+    ("choice-en-i-choose", "choice-en", "I choose <LET>.", ""),
+    ("choice-en-my-answer", "choice-en", "My answer: <LET>\nQuote: <EVI>", ""),
+    ("choice-en-json-twice", "choice-en",
+     '{"answer": "<WLET>", "evidence": "<EVI>"}\nHmm, re-reading the passage:\n{"answer": "<LET>", "evidence": "<EVI>"}',
+     "revised"),
+    ("choice-en-text-revised", "choice-en", "Answer: <WLET>\nActually, the answer is <LET>.\nEvidence: <EVI>", "revised"),
+    ("choice-en-text-then-json-revised", "choice-en",
+     'The answer is <WLET>.\n\n{"answer": "<LET>", "evidence": "<EVI>"}', "revised"),
+    ("choice-en-cot-options", "choice-en",
+     "Let's look at each option.\n<OPTLIST>\nThe passage says \"<EVI>\" So the answer is <LET>.\n"
+     '{"answer": "<LET>", "evidence": "<EVI>"}', ""),
+    ("choice-en-answer-is-colon", "choice-en", "The answer is: <LET>) <TXT>\nQuote: \"<EVI>\"", ""),
+    ("choice-en-correct-option", "choice-en", "Correct option: (<LET>)", ""),
+    ("choice-en-answer-object", "choice-en", '{"answer": {"letter": "<LET>", "text": "<TXT>"}, "evidence": "<EVI>"}', ""),
+    ("choice-en-option-key", "choice-en", '{"option": "<LET>", "supporting_sentence": "<EVI>"}', ""),
+    ("choice-en-answer-list", "choice-en", '{"answer": ["<LET>"], "evidence": "<EVI>"}', ""),
+    ("choice-en-answer-dash", "choice-en", "Answer - <LET>", ""),
+    ("choice-en-fullwidth-letter", "choice-en", '{"answer": "<FWLET>", "evidence": "<EVI>"}', ""),
+    ("choice-en-unclosed", "choice-en", '{"answer": "<LET>", "evidence": "<EVI>', ""),
+    ("choice-en-bold-letter-text", "choice-en", "**<LET>) <TXT>**\n\nEvidence: \"<EVI>\"", ""),
+    # Chinese multiple choice
+    ("choice-zh-lines", "choice-zh", "答案：<LET>\n证据：<EVI>", ""),
+    ("choice-zh-answer-is-paren", "choice-zh", "答案是（<LET>）。", ""),
+    ("choice-zh-json-text", "choice-zh", '{"answer": "<TXT>", "evidence": "<EVI>"}', ""),
+    ("choice-zh-json-letter-xuanxiang", "choice-zh", '{"答案": "<LET>选项", "证据": "<EVI>"}', ""),
+    ("choice-zh-correct-option-line", "choice-zh", "正确答案：选项<LET>", ""),
+    ("choice-zh-xuan", "choice-zh", "选<LET>", ""),
+    ("choice-zh-guxuan", "choice-zh", "故选<LET>。", ""),
+    ("choice-zh-daan-xuan", "choice-zh", "答案选<LET>", ""),
+    ("choice-zh-wo-xuanze", "choice-zh", "我选择<LET>。\n证据：<EVI>", ""),
+    ("choice-zh-zhengque-xuanxiang-wei", "choice-zh", "正确选项为<LET>", ""),
+    ("choice-zh-yingxuan", "choice-zh", "应选<LET>。", ""),
+    ("choice-zh-suoyi-xuan", "choice-zh", "文中说“<EVI>”所以选<LET>。", ""),
+    ("choice-zh-benti-xuan", "choice-zh", "因此，本题选<LET>。", ""),
+    ("choice-zh-xiang-zhengque", "choice-zh", "<LET>项正确。", ""),
+    ("choice-zh-xuanxiang-zhengque", "choice-zh", "选项<LET>正确。\n原文：<EVI>", ""),
+    ("choice-zh-shi-zhengque-de", "choice-zh", "<LET>是正确的。", ""),
+    ("choice-zh-yinggai-shi", "choice-zh", "答案应该是<LET>", ""),
+    ("choice-zh-wei-colon", "choice-zh", "答案为：<LET>", ""),
+    ("choice-zh-brackets", "choice-zh", "【答案】<LET>\n【解析】原文“<EVI>”说明了这一点。", ""),
+    ("choice-zh-label-own-line", "choice-zh", "<LET>\n证据：<EVI>", ""),
+    ("choice-zh-heading", "choice-zh", "### 答案\n<LET>\n\n### 证据\n<EVI>", ""),
+    ("choice-zh-fullwidth-json", "choice-zh", "{“答案”：“<LET>”，“证据”：“<EVI>”}", ""),
+    ("choice-zh-fullwidth-colons", "choice-zh", '{"答案"："<LET>"，"证据"："<EVI>"}', ""),
+    ("choice-zh-nested", "choice-zh", '{"result": {"答案": "<LET>", "证据": "<EVI>"}}', ""),
+    ("choice-zh-single-quoted", "choice-zh", "{'答案': '<LET>', '证据': '<EVI>'}", ""),
+    ("choice-zh-trailing-comma", "choice-zh", '{"答案": "<LET>", "证据": "<EVI>",}', ""),
+    ("choice-zh-revised", "choice-zh", "选<WLET>。\n不对，应选<LET>。\n证据：<EVI>", "revised"),
+    ("choice-zh-cot-options", "choice-zh",
+     '我们逐项分析：\n<OPTLIST>\n文中说“<EVI>”所以答案是<LET>。\n{"answer": "<LET>", "evidence": "<EVI>"}', ""),
+    ("choice-zh-boxed", "choice-zh", "所以答案是 $\\boxed{<LET>}$", ""),
+    ("choice-zh-yuanwen-key", "choice-zh", '{"answer": "<LET>", "原文": "<EVI>"}', ""),
+    ("choice-zh-wo-xuan-text", "choice-zh", "我选<LET>：<TXT>。", ""),
+    ("choice-zh-text-line", "choice-zh", "答案：<TXT>\n依据：<EVI>", ""),
+    ("choice-zh-zhengque-de-shi", "choice-zh", "正确的是<LET>。", ""),
+    ("choice-zh-json-then-text-revised", "choice-zh",
+     '{"答案": "<WLET>", "证据": "<EVI>"}\n再想一想，答案应为<LET>。', "revised"),
+]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One reply and what a parser must read from it."""
+
+    style: str
+    kind: str
+    item: Item
+    reply: str
+    answer: str  # span text or letter
+    evidence: str | None  # None: the reply carries no evidence
+    revised: bool
+
+
+def _fill(template: str, item: Item) -> str:
+    values = {"<EVI>": item.evidence, "<ANS>": item.answer, "<WANS>": item.wrong}
+    if item.options:
+        right = LETTERS.index(item.answer)
+        wrong = (right + 1) % len(item.options)
+        values.update({"<LET>": item.answer, "<let>": item.answer.lower(), "<TXT>": item.options[right],
+                       "<txt>": item.options[right].lower(), "<WLET>": LETTERS[wrong], "<WTXT>": item.options[wrong],
+                       "<FWLET>": chr(ord(item.answer) - ord("A") + ord("Ａ")),
+                       "<OPTLIST>": "\n".join(f"{LETTERS[i]}. {text}" for i, text in enumerate(item.options))})
+    return re.sub("|".join(re.escape(k) for k in values), lambda m: values[m.group(0)], template)
+
+
+def case(style: tuple[str, str, str, str], item: Item) -> Case:
+    """The reply a style gives for one item, and the answer and evidence it states."""
+    name, kind, template, flags = style
+    return Case(name, kind, item, _fill(template, item), item.answer,
+                item.evidence if "<EVI>" in template else None, "revised" in flags)
+
+
+def cases(styles: list[tuple[str, str, str, str]]) -> list[Case]:
+    """Every style applied to one item of its kind, the items taken in turn."""
+    turn = dict.fromkeys(ITEMS, 0)
+    found = []
+    for style in styles:
+        kind = style[1]
+        found.append(case(style, ITEMS[kind][turn[kind] % len(ITEMS[kind])]))
+        turn[kind] += 1
+    return found
+
+
+def same_quote(read: str, stated: str) -> bool:
+    """Whether the evidence read is the stated quote, up to surrounding quote marks, spaces and a final stop."""
+    def bare(text: str) -> str:
+        text = re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
+        return text.strip("\"'“”‘’「」*> ").rstrip("。.").strip()
+    return bare(read) == bare(stated)
