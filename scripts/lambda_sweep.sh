@@ -6,22 +6,31 @@
 #
 #   SUBSET=cmrc2018 PLM_PATH=models/chinese_macbert_base DATA_PATH=data/cmrc2018 \
 #     OUTPUT_ROOT=runs/sweep-cmrc2018 bash scripts/lambda_sweep.sh
+#   GPUS=0 RUNS_PER_GPU=3 SUBSET=cmrc2018 ... bash scripts/lambda_sweep.sh   # three runs share GPU 0
 #
-# SUBSET       squad | cmrc2018 | race | c3 (runs scripts/run_<SUBSET>.sh)
-# LAMBDAS      default "0 0.01 0.05 0.1 0.2 0.5 1.0" (the paper's sweep)
-# SEEDS        default "1 2 3 4 5"; or NUM_SEEDS=N for seeds 1..N
-# OUTPUT_ROOT  default runs/lambda-sweep-<SUBSET>
-# COLLECT      1 (default): run `expmrc collect` at the end; 0: don't
+# SUBSET        squad | cmrc2018 | race | c3 (runs scripts/run_<SUBSET>.sh)
+# LAMBDAS       default "0 0.01 0.05 0.1 0.2 0.5 1.0" (the paper's sweep)
+# SEEDS         default "1 2 3 4 5"; or NUM_SEEDS=N for seeds 1..N
+# OUTPUT_ROOT   default runs/lambda-sweep-<SUBSET>
+# COLLECT       1 (default): run `expmrc collect` at the end; 0: don't
+# GPUS          "0 1 2 3": independent runs side by side on these GPUs (each run with CUDA_VISIBLE_DEVICES set to
+#               its GPU, its output in RUN_DIR/sweep.log); default CUDA_VISIBLE_DEVICES, else every GPU nvidia-smi
+#               lists. GPUS="" runs on whatever device there is. See docs/training.md for when one multi-GPU run is better.
+# RUNS_PER_GPU  N (default 1): N independent runs share each listed GPU at a time (with GPUS="", N at a time on the
+#               one device). Pays for small models, whose single run leaves the GPU idle between kernel launches;
+#               not for large ones (docs/training.md).
 # Everything run_<SUBSET>.sh reads passes through: PLM_PATH, DATA_PATH, SIZE, TRAIN_FILE, PREDICT_FILE,
 # EXTRA_ARGS (e.g. "--max_steps 4" for a smoke sweep), LAUNCH, MIXED_PRECISION, ... DRY_RUN=1 prints
-# the commands. A failed run does not stop the sweep; the script exits 1 at the end if any failed.
-# GPUS         "0 1 2 3": independent runs side by side, one per GPU (each run with CUDA_VISIBLE_DEVICES
-#              set to its GPU, its output in RUN_DIR/sweep.log); default CUDA_VISIBLE_DEVICES, else every GPU
-#              nvidia-smi lists. GPUS="" runs one at a time. See docs/training.md for when one multi-GPU run is better.
+# the commands and the GPU each run would get. A failed run (out of memory included) does not stop the others; the
+# summary names each failed run with the last line of its log, and the script exits 1 at the end if any failed.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/_common.sh"
+usage_on_help "$@"
 require SUBSET PLM_PATH DATA_PATH
+RUNS_PER_GPU="${RUNS_PER_GPU:-1}"
+[[ "$RUNS_PER_GPU" =~ ^[0-9]+$ ]] && [ "$RUNS_PER_GPU" -ge 1 ] ||
+  die "RUNS_PER_GPU must be a whole number of at least 1, got '$RUNS_PER_GPU'"
 case "$SUBSET" in
   squad|cmrc2018|race|c3) ;;
   *) die "SUBSET must be one of squad, cmrc2018, race, c3; got '$SUBSET'" ;;
@@ -44,13 +53,19 @@ if [ -z "${GPUS+x}" ]; then
   else GPUS="$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr '\n' ' ' || true)"; fi
 fi
 read -r -a gpus <<< "$GPUS"
+slots=()  # one entry per run that may go at once: each GPU RUNS_PER_GPU times ("" for the one device without GPUS)
+for gpu in "${gpus[@]:-}"; do
+  for _ in $(seq "$RUNS_PER_GPU"); do slots+=("$gpu"); done
+done
 
 pending=()
+skipped=0
 for lambda in $LAMBDAS; do
   for seed in $SEEDS; do
     run_dir="$OUTPUT_ROOT/lambda_$lambda/seed_$seed"
     if finished "$run_dir"; then
       echo "skip $run_dir: finished" >&2
+      skipped=$((skipped + 1))
     else
       pending+=("$lambda $seed")
     fi
@@ -62,31 +77,40 @@ trap 'rm -rf "$state"' EXIT
 echo 0 > "$state/next"
 : > "$state/failed"
 parallel=0
-if [ "${#gpus[@]}" -gt 1 ] && [ "${DRY_RUN:-0}" != 1 ]; then parallel=1; fi
+if [ "${#slots[@]}" -gt 1 ] && [ "${DRY_RUN:-0}" != 1 ]; then parallel=1; fi
 
-run_one() {  # run_one LAMBDA SEED [GPU]: one run (resuming it if unfinished); a failure is recorded, not fatal
-  local lambda=$1 seed=$2 gpu=${3:-} run_dir="$OUTPUT_ROOT/lambda_$1/seed_$2" status=0
-  if [ -n "$gpu" ]; then echo "run $run_dir on GPU $gpu" >&2; fi
+where() {  # where SLOT GPU: how a run's place is shown ("on GPU 3", "on GPU 3, run 2 of 3 sharing it")
+  local text=""
+  if [ -n "$2" ]; then text="on GPU $2"; fi
+  if [ "$RUNS_PER_GPU" -gt 1 ]; then
+    text="${text:+$text, }run $(($1 % RUNS_PER_GPU + 1)) of $RUNS_PER_GPU sharing ${2:+it}${2:-the device}"
+  fi
+  echo "$text"
+}
+
+run_one() {  # run_one LAMBDA SEED SLOT: one run (resuming it if unfinished); a failure is recorded, not fatal
+  local lambda=$1 seed=$2 slot=$3 gpu="${slots[$3]:-}" run_dir="$OUTPUT_ROOT/lambda_$1/seed_$2" status=0 place
+  local vars=(MODEL_PATH="$run_dir" LAMBDA="$lambda" SEED="$seed")
+  if [ -n "$gpu" ]; then vars+=(CUDA_VISIBLE_DEVICES="$gpu"); fi
+  place="$(where "$slot" "$gpu")"
+  if [ -n "$place" ]; then echo "run $run_dir $place" >&2; fi
   if [ "$parallel" = 1 ]; then  # side by side: each run's output goes to its own log
     mkdir -p "$run_dir"
-    CUDA_VISIBLE_DEVICES="$gpu" MODEL_PATH="$run_dir" LAMBDA="$lambda" SEED="$seed" \
-      bash "$HERE/run_$SUBSET.sh" >> "$run_dir/sweep.log" 2>&1 || status=$?
-  elif [ -n "$gpu" ]; then
-    CUDA_VISIBLE_DEVICES="$gpu" MODEL_PATH="$run_dir" LAMBDA="$lambda" SEED="$seed" bash "$HERE/run_$SUBSET.sh" || status=$?
+    env "${vars[@]}" bash "$HERE/run_$SUBSET.sh" >> "$run_dir/sweep.log" 2>&1 || status=$?
   else
-    MODEL_PATH="$run_dir" LAMBDA="$lambda" SEED="$seed" bash "$HERE/run_$SUBSET.sh" || status=$?
+    env "${vars[@]}" bash "$HERE/run_$SUBSET.sh" || status=$?
   fi
   if [ "$status" != 0 ]; then
-    echo "run failed: $run_dir (the sweep goes on; rerun the same command to retry it)" >&2
+    echo "run failed: $run_dir (exit $status; the sweep goes on; rerun the same command to retry it)" >&2
     echo "$run_dir" >> "$state/failed"
   fi
 }
 
-next_job() {  # the index of the next pending run, shared by the GPU workers through a locked counter
+next_job() {  # the index of the next pending run, shared by the workers through a locked counter
   ( flock 9; n="$(cat "$state/next")"; echo $((n + 1)) > "$state/next"; echo "$n" ) 9> "$state/lock"
 }
 
-worker() {  # worker GPU: take runs from the queue until none is left
+worker() {  # worker SLOT: take runs from the queue until none is left
   local n
   while n="$(next_job)" && [ "$n" -lt "${#pending[@]}" ]; do
     # shellcheck disable=SC2086  # "LAMBDA SEED"
@@ -95,21 +119,27 @@ worker() {  # worker GPU: take runs from the queue until none is left
 }
 
 if [ "$parallel" = 1 ]; then
-  for gpu in "${gpus[@]}"; do worker "$gpu" & done
+  for slot in "${!slots[@]}"; do worker "$slot" & done
   wait
 else
   for i in "${!pending[@]}"; do
-    gpu=""
-    if [ "${#gpus[@]}" -gt 0 ]; then gpu="${gpus[$((i % ${#gpus[@]}))]}"; fi
     # shellcheck disable=SC2086
-    run_one ${pending[$i]} "$gpu"
+    run_one ${pending[$i]} "$((i % ${#slots[@]}))"
   done
 fi
 mapfile -t failed < "$state/failed"
 if [ "${COLLECT:-1}" = 1 ]; then
   run_command "$PYTHON" -m expmrc.cli collect "$OUTPUT_ROOT" --output-dir "$OUTPUT_ROOT/results"
 fi
+if [ "${DRY_RUN:-0}" != 1 ]; then
+  echo "sweep: $((${#pending[@]} - ${#failed[@]})) run(s) finished, ${#failed[@]} failed, $skipped skipped (finished before)" >&2
+fi
 if [ "${#failed[@]}" -gt 0 ]; then
+  for run_dir in "${failed[@]}"; do  # each failed run with the last line its log holds
+    last=""
+    if [ -f "$run_dir/sweep.log" ]; then last="$(grep -v '^[[:space:]]*$' "$run_dir/sweep.log" | tail -n 1 | tr '\r' '\n' | tail -n 1)"; fi
+    echo "failed: $run_dir${last:+: $last}" >&2
+  done
   echo "${#failed[@]} run(s) failed: ${failed[*]}" >&2
   exit 1
 fi

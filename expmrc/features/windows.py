@@ -328,16 +328,24 @@ class TableBuilder:
 
 class WindowDataset:
     """A FeatureTable as the model's batches: `batch(windows)` pads rows to the longest, rounded up to a
-    multiple of `pad_multiple` (8 gives tensor-core friendly shapes on GPUs; at most `max_length`), and adds masks."""
+    multiple of `pad_multiple` (8 gives tensor-core friendly shapes on GPUs; at most `max_length`), or to the
+    shortest of `buckets` that holds them (a compiled model then meets a few fixed shapes), and adds masks."""
 
     def __init__(self, table: FeatureTable, with_labels: bool, pad_id: int, pad_multiple: int = 1,
-                 max_length: int | None = None) -> None:
+                 max_length: int | None = None, buckets: Sequence[int] = ()) -> None:
         self.table = table
         self.with_labels = with_labels
         self.pad_id = pad_id
         self.pad_multiple = max(1, pad_multiple)
         self.max_length = max_length
+        self.buckets = tuple(sorted(buckets))
         self._lengths: np.ndarray | None = None
+
+    def bucketed(self, buckets: Sequence[int]) -> WindowDataset:
+        """The same windows padded to `buckets` (the table and its lengths are shared, nothing is copied)."""
+        padded = WindowDataset(self.table, self.with_labels, self.pad_id, self.pad_multiple, self.max_length, buckets)
+        padded._lengths = self._lengths
+        return padded
 
     def __len__(self) -> int:
         return len(self.table)
@@ -353,10 +361,20 @@ class WindowDataset:
         t = self.table
         width = max(int(t.window_ptr[w + 1] - t.window_ptr[w]) for w in windows)
         longest = max(int(self.lengths()[w]) for w in windows)
+        if self.buckets:
+            if longest > self.buckets[-1]:
+                raise ExpmrcError(f"a window of {longest} tokens is longer than the largest length bucket "
+                                  f"({self.buckets[-1]}); the buckets must reach --max_seq_length")
+            return len(windows), width, next(b for b in self.buckets if b >= longest)
         length = -(-longest // self.pad_multiple) * self.pad_multiple
         if self.max_length is not None:
             length = max(longest, min(length, self.max_length))
         return len(windows), width, length
+
+    def input_shape(self, windows: Sequence[int]) -> tuple[int, ...]:
+        """The shape of the padded batch's `input_ids`: [windows, length] (span), [windows, options, length] (choice)."""
+        shape = self.batch_shape(windows)
+        return (shape[0], shape[2]) if self.table.task == "span" else shape
 
     def batch(self, windows: Sequence[int]) -> dict[str, torch.Tensor]:
         """The padded tensors of these windows: [batch, length] for span extraction, [batch, options,

@@ -17,6 +17,7 @@ and λ weighs the evidence the same way in both tasks.
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any, cast
 
 import torch
@@ -70,6 +71,8 @@ class TaskModel(PreTrainedModel):
         pooling = "add_pooling_layer" in inspect.signature(encoder_class).parameters
         kwargs = {"add_pooling_layer": self.uses_pooler} if pooling else {}
         setattr(self, self.base_model_prefix, encoder_class(config, **kwargs))
+        # whether the encoder builds its masks with the library's masking functions, which take a ready 4D mask
+        self.library_masks = hasattr(sys.modules.get(encoder_class.__module__), "create_bidirectional_mask")
         self.loss_lambda = 0.0
         self.coupling: tuple[float, float, float] | None = None  # c1, c2, c3 when the regularizer is on
 
@@ -86,10 +89,15 @@ class TaskModel(PreTrainedModel):
         padding = getattr(getattr(self.base_model, "embeddings", None), "padding_idx", None)
         return limit - (padding + 1) if isinstance(padding, int) else limit
 
-    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
                token_type_ids: torch.Tensor | None) -> torch.Tensor:
-        """The encoder's last hidden states [rows, length, hidden]."""
-        inputs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
+        """The encoder's last hidden states [rows, length, hidden]. No `attention_mask` means no padding. Under
+        SDPA the padding mask goes in as the 4D boolean mask the library would build from it, so that the library
+        does not first ask the device whether it can skip it (a host sync per forward pass)."""
+        inputs: dict[str, Any] = {"input_ids": input_ids}
+        if attention_mask is not None:
+            sdpa = self.library_masks and getattr(self.config, "_attn_implementation", None) == "sdpa"
+            inputs["attention_mask"] = attention_mask[:, None, None, :].bool() if sdpa else attention_mask
         if token_type_ids is not None:
             inputs["token_type_ids"] = token_type_ids
         return self.base_model(**inputs).last_hidden_state

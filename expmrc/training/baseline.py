@@ -30,7 +30,7 @@ from expmrc.features.cache import cache_key, cached_features, shared_cache_path
 from expmrc.features.windows import FeatureReport, FeatureTable, WindowDataset, uses_token_types
 from expmrc.models.backbones import ModelSource, load_task_model, resolve_source
 from expmrc.scoring.scorer import score
-from expmrc.training.flags import check_flags, flag_values, ignored_flags
+from expmrc.training.flags import check_flags, compile_buckets, flag_values, ignored_flags
 from expmrc.training.loop import (TrainConfig, checkpoint_steps, make_accelerator, precision_record, predict,
                                   train)
 from expmrc.training.rundir import (ANSWERER_DIR, ANSWERER_RUN_DIR, CHECKPOINT_DIR, MODEL_DIR, PREDICT_ONLY_DIR,
@@ -70,14 +70,16 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         gradient_accumulation_steps=args.gradient_accumulation_steps, mixed_precision=args.mixed_precision,
         seed=args.rand_seed, save_checkpoints_steps=args.save_checkpoints_steps, logging_steps=args.logging_steps,
         keep_checkpoints=args.keep_checkpoints, tf32=args.tf32, group_by_length=args.group_by_length,
-        per_device_micro_batch=args.per_device_micro_batch, torch_compile=args.torch_compile)
+        per_device_micro_batch=args.per_device_micro_batch, torch_compile=args.torch_compile,
+        compile_buckets=compile_buckets(args), compile_mode=args.torch_compile_mode)
 
 
 # flags that change neither the training features nor the trained weights
 NOT_TRAINING = {"do_predict", "predict_file", "predict_tfrecord", "predict_batch_size", "n_best_size",
                 "max_answer_length", "max_evidence_length", "output_dir", "keep_checkpoints", "keep_final_checkpoints",
                 "logging_steps", "save_checkpoints_steps", "cache_dir", "train_tfrecord", "per_device_micro_batch",
-                "tpu_name", "tpu_zone", "overwrite_output_dir", "allow_unknown_tokens"}
+                "tpu_name", "tpu_zone", "overwrite_output_dir", "allow_unknown_tokens", "compile_buckets",
+                "torch_compile_mode"}
 
 
 def training_signature(args: argparse.Namespace, features_key: str) -> str:
@@ -318,8 +320,8 @@ def load_model(run: Run, source: ModelSource, given: set[str]) -> Any:
     run.token_types = uses_token_types(run.tokenizer, model.config)
     info["global_step"] = int(record.get("global_step", 0))
     info["settings"] = run.settings.as_dict()
-    # tensor-core shapes on GPUs, fewer shapes to compile; on CPU padding buys nothing
-    run.pad_multiple = 64 if args.torch_compile else 8 if run.accelerator.device.type == "cuda" else 1
+    # tensor-core shapes on GPUs; on CPU padding buys nothing (a compiled run's training pads to its buckets)
+    run.pad_multiple = 8 if run.accelerator.device.type == "cuda" else 1
     return model
 
 
@@ -347,6 +349,10 @@ def train_phase(run: Run, model: Any, train_set: Dataset, source: ModelSource) -
         return model
     result = train(model, run.windows(table, True), run.config, run.accelerator)
     run.info["global_step"] = result.global_step
+    run.info["timing"] = {"train_seconds": round(result.seconds, 3), "steps_run": result.global_step - result.resumed_from,
+                          "compile_seconds": round(result.compile_seconds, 3),
+                          "compiled_shapes": [list(shape) for shape in result.compiled_shapes],
+                          "checkpoint_seconds": round(result.checkpoint_seconds, 3)}
     if result.micro_batch:
         run.info["per_device_micro_batch"] = result.micro_batch
     model = run.accelerator.unwrap_model(model, keep_torch_compile=False)

@@ -248,7 +248,8 @@ def test_lambda_sweep_runs_every_run_then_collects(tmp_path):
     assert (root / "results" / "lambda.png").read_bytes()[:4] == b"\x89PNG"
     assert "lambda_0.5/seed_2` (failed): failed: stand-in failure" in (root / "results" / "table3.md").read_text()
     again = run_script("lambda_sweep.sh", COLLECT="0", **env)  # finished runs are skipped, the failed one retried
-    assert again.stderr.count("finished") == 3 and again.stderr.count("run failed") == 1
+    assert again.stderr.count(": finished\n") == 3 and again.stderr.count("run failed") == 1
+    assert "sweep: 0 run(s) finished, 1 failed, 3 skipped (finished before)" in again.stderr
 
 
 GPU_STAND_IN = """
@@ -289,6 +290,68 @@ def test_lambda_sweep_runs_side_by_side_one_run_per_gpu_and_skips_finished_ones(
     assert any(r["gpu"] != first["gpu"] and r["began"] < first["ended"] for r in runs)  # side by side
     assert "trained on GPU" in (root / "lambda_0.5" / "seed_1" / "sweep.log").read_text()
     again = run_script("lambda_sweep.sh", **env)  # finished runs are skipped, the failed ones retried
-    assert again.stderr.count("skip") == 4 and again.stderr.count("run failed") == 2
+    assert again.stderr.count("\nskip ") + again.stderr.startswith("skip ") == 4 and again.stderr.count("run failed") == 2
     dry = run_script("lambda_sweep.sh", **dict(env, DRY_RUN="1"))
     assert dry.stderr.count("on GPU 4") == 1 and dry.stderr.count("on GPU 7") == 1  # the 2 unfinished, round robin
+
+
+def test_runs_per_gpu_shares_each_gpu_and_a_failed_run_leaves_the_others_running(tmp_path):
+    trainer = tmp_path / "gpu_stand_in.py"
+    trainer.write_text(GPU_STAND_IN)
+    root = tmp_path / "sweep"
+    env = dict(SUBSET="squad", PLM_PATH="p", DATA_PATH="d", LAMBDAS="0.1 0.5", SEEDS="1 2 3", OUTPUT_ROOT=str(root),
+               LAUNCH=f"{sys.executable} {trainer}", COLLECT="0", GPUS="5", RUNS_PER_GPU="3")
+    result = run_script("lambda_sweep.sh", **env)
+    assert result.returncode == 1, result.stderr
+    runs = [json.loads(line) for line in (root / "runs.jsonl").read_text().splitlines()]
+    assert len(runs) == 6 and {r["gpu"] for r in runs} == {"5"}
+    moments = sorted(t for r in runs for t in (r["began"], r["ended"]))
+    busy = [sum(r["began"] <= t < r["ended"] for r in runs) for t in moments]
+    assert max(busy) == 3  # three runs at once on the one GPU, never four
+    for lam in ("0.1", "0.5"):  # each run its own log, its own run_info.json
+        assert "trained on GPU 5" in (root / f"lambda_{lam}" / "seed_1" / "sweep.log").read_text()
+        assert json.loads((root / f"lambda_{lam}" / "seed_2" / "run_info.json").read_text())["status"] == "finished"
+    assert "sweep: 4 run(s) finished, 2 failed, 0 skipped (finished before)" in result.stderr
+    assert f"failed: {root}/lambda_0.1/seed_3: trained on GPU 5" in result.stderr  # the last line of its log
+    assert result.stderr.count("sharing it") == 6
+
+
+def test_runs_per_gpu_without_gpus_runs_that_many_at_once_on_the_one_device(tmp_path):
+    trainer = tmp_path / "gpu_stand_in.py"
+    trainer.write_text(GPU_STAND_IN)
+    root = tmp_path / "sweep"
+    result = run_script("lambda_sweep.sh", SUBSET="squad", PLM_PATH="p", DATA_PATH="d", LAMBDAS="0.1", SEEDS="1 2",
+                        OUTPUT_ROOT=str(root), LAUNCH=f"{sys.executable} {trainer}", COLLECT="0", GPUS="",
+                        RUNS_PER_GPU="2", CUDA_VISIBLE_DEVICES="")
+    assert result.returncode == 0, result.stderr
+    first, second = [json.loads(line) for line in (root / "runs.jsonl").read_text().splitlines()]
+    assert first["began"] < second["ended"] and second["began"] < first["ended"]  # side by side
+    assert {first["gpu"], second["gpu"]} == {""}  # the sweep assigns no GPU
+
+
+def test_dry_run_with_three_runs_per_gpu_prints_three_runs_on_each_gpu(tmp_path):
+    result = run_script("lambda_sweep.sh", DRY_RUN="1", RUNS_PER_GPU="3", GPUS="0 1", SUBSET="cmrc2018",
+                        PLM_PATH="p", DATA_PATH="d", LAMBDAS="0 0.01", SEEDS="1 2 3", COLLECT="0",
+                        OUTPUT_ROOT=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 6
+    for gpu in ("0", "1"):
+        assert [f"on GPU {gpu}, run {k} of 3 sharing it" in result.stderr for k in (1, 2, 3)] == [True] * 3
+        assert result.stderr.count(f"on GPU {gpu},") == 3
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", ""])
+def test_runs_per_gpu_must_be_a_whole_number_of_at_least_one(value):
+    result = run_script("lambda_sweep.sh", DRY_RUN="1", RUNS_PER_GPU=value, SUBSET="c3", PLM_PATH="p", DATA_PATH="d")
+    if value == "":  # unset or empty: the default, one run per GPU
+        assert result.returncode == 0, result.stderr
+        return
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"error: RUNS_PER_GPU must be a whole number of at least 1, got '{value}'\n"
+
+
+def test_lambda_sweep_help_prints_its_variables():
+    result = run_script("lambda_sweep.sh", "--help")
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout.startswith("Lambda sweep on one subset") and "RUNS_PER_GPU" in result.stdout
+    assert "#" not in result.stdout.splitlines()[0]
