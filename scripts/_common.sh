@@ -90,10 +90,3 @@ run_subset() {
   read -r -a extra <<< "${EXTRA_ARGS:-}"
   run_command "${launch[@]}" "$REPO_ROOT/baseline/$script" "${flags[@]}" "${extra[@]}"
 }
-
-# `bash scripts/NAME.sh --help` (or -h), seen here as the sourcing script's own first argument: print the
-# comment at the top of that script, which says what it does and the variables it reads, and stop.
-if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
-  exit 0
-fi
