@@ -12,6 +12,7 @@
 # Takes about 15 minutes per setting at 1 thread on a busy 2-core machine, more at 2 threads.
 set -uo pipefail
 source "$(dirname "$0")/_common.sh"
+usage_on_help "$@"
 cd "$REPO_ROOT" || exit 2
 SEEDS="${SEEDS:-0 1 2}"
 THREADS="${THREADS:-1 2}"

@@ -14,6 +14,7 @@
 # original scripts, so results do not depend on how many devices ran them. DRY_RUN=1 prints the command.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+usage_on_help "$@"
 [ $# -ge 1 ] || die "usage: bash scripts/launch_multi_gpu.sh scripts/run_<subset>.sh|scripts/lambda_sweep.sh"
 script=$1
 shift

@@ -15,6 +15,7 @@
 # DRY_RUN=1 prints the command.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+usage_on_help "$@"
 [ $# -ge 1 ] || die "usage: bash scripts/launch_tpu_vm.sh scripts/run_<subset>.sh|scripts/lambda_sweep.sh"
 script=$1
 shift

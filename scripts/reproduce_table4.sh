@@ -4,6 +4,7 @@
 # Needs the dev sets ($EXPMRC_DATA, or data/ after `expmrc download`) and NLTK's Punkt data.
 # Extra arguments go to the report, e.g. `--subsets squad race`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-PYTHON="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
+source "$(dirname "$0")/_common.sh"  # PYTHON: .venv's when there is one
+usage_on_help "$@"
+cd "$REPO_ROOT"
 exec "$PYTHON" -m expmrc.reports.evidence_tables table4 "$@"

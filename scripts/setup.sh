@@ -6,6 +6,8 @@
 # afterwards, since the scorer cannot run without it: offline, set NLTK_DATA to a folder holding
 # tokenizers/punkt_tab before running it (and keep it set for the tests).
 set -euo pipefail
+source "$(dirname "$0")/_common.sh"
+usage_on_help "$@"
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import Any
 
 
 def number_in(low: float, high: float) -> Callable[[str], float]:
@@ -33,22 +34,26 @@ def integer_in(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def add_flag(parser: argparse.ArgumentParser, flag: str, **options: Any) -> argparse.Action:
+    """Add `--kebab-case` flag and, hidden from --help, its earlier `--snake_case` spelling as an alias."""
+    action = parser.add_argument(flag, **options)
+    old = "--" + flag[2:].replace("-", "_")
+    if old != flag:
+        alias = {k: v for k, v in options.items() if k not in ("help", "default", "required")}
+        parser.add_argument(old, **alias, dest=action.dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    return action
+
+
 def add_resampling_arguments(parser: argparse.ArgumentParser, resamples_help: str) -> None:
     """--ci-resamples, --seed and --confidence, shared by `evaluate --ci` and `compare`."""
-    from expmrc.scoring.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+    from expmrc.scoring.stats import CONFIDENCE_RANGE, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 
     parser.add_argument("--ci-resamples", type=integer_in(1, 1_000_000), default=DEFAULT_RESAMPLES, metavar="B",
-                        help=resamples_help + " (default %(default)s, as sacrebleu)")
+                        help=resamples_help + ", up to 1000000 (about a minute on a dev set; default %(default)s, "
+                                              "as sacrebleu)")
     parser.add_argument("--seed", type=integer_in(0, 2**63 - 1), default=DEFAULT_SEED,
                         help="seed of the resampling, so the same command gives the same figures "
                              "(default %(default)s, as sacrebleu)")
-    parser.add_argument("--confidence", type=open_fraction, default=DEFAULT_CONFIDENCE, metavar="C",
-                        help="confidence level of the intervals, between 0 and 1 (default %(default)s)")
-
-
-def open_fraction(text: str) -> float:
-    """A float flag strictly between 0 and 1."""
-    value = number_in(0.0, 1.0)(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got {text!r}")
-    return value
+    low, high = CONFIDENCE_RANGE
+    parser.add_argument("--confidence", type=number_in(low, high), default=DEFAULT_CONFIDENCE, metavar="C",
+                        help=f"confidence level of the intervals, from {low:g} to {high:g} (default %(default)s)")

@@ -13,7 +13,6 @@ from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import select
 from expmrc.scoring.scorer import Report, score_files, signature
 from expmrc.scoring.stats import (
-    ALPHA,
     DEFAULT_TRIALS,
     TESTS,
     Difference,
@@ -27,7 +26,9 @@ Compare each SYSTEM submission with the BASELINE submission on the same question
 whether each score differs by more than the sampling of questions explains. For every score (ALL_F1,
 ANS_F1, EVI_F1, ANS_EM and the extra metrics' figures) it prints the baseline's and the system's
 figure, the difference Δ = system − baseline, the interval of Δ (paired bootstrap) and a p-value;
-* marks p < 0.05. Questions missing from a submission count as 0, as the leaderboard scores them.
+* marks a difference whose interval excludes 0, so the mark never contradicts the interval (at 95%,
+the bootstrap's p is then about 0.05 or less; a p near 0.05 can fall on either side). Questions
+missing from a submission count as 0, as the leaderboard scores them.
 
 Tests (--test), following sacrebleu's --paired-bs and --paired-ar:
   bootstrap      paired bootstrap resampling (Koehn 2004), --ci-resamples resamples (default 1000):
@@ -51,8 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("systems", nargs="*", metavar="SYSTEM.json", help="one or more submissions to compare with it")
     parser.add_argument("--test", choices=TESTS, default="bootstrap",
                         help="the paired test giving the p-value (default %(default)s)")
-    parser.add_argument("--trials", type=integer_in(1, 10_000_000), default=DEFAULT_TRIALS, metavar="T",
-                        help="with --test randomization: how many random swaps (default %(default)s, as sacrebleu)")
+    parser.add_argument("--trials", type=integer_in(1, 1_000_000), default=DEFAULT_TRIALS, metavar="T",
+                        help="with --test randomization: how many random swaps, up to 1000000 (about a minute on "
+                             "a dev set; default %(default)s, as sacrebleu)")
     add_resampling_arguments(parser, "how many paired resamples of the questions (the bootstrap's p-value and "
                                      "every interval of Δ)")
     parser.add_argument("--subset", choices=subsets.names(), help="the subset, when the dataset's `version` does not say")
@@ -85,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
     for path, result in zip(args.systems, results):
         print(f"\nsystem: {path}")
         print(_table(result))
-    print(f"\n* p < {ALPHA:g}: the difference is larger than the sampling of questions explains. "
-          f"Intervals are of Δ = system − baseline ({settings.confidence:.0%}, paired bootstrap).")
+    print(f"\n* the interval of Δ = system − baseline ({settings.confidence * 100:g}% paired bootstrap) excludes 0: the "
+          "difference is larger than the sampling of questions explains. p is the test's, beside it.")
     trials = f"+trials-{args.trials}" if args.test == "randomization" else ""
     print(f"signature: {signature([baseline, *systems], settings.describe(), f'test:{args.test}{trials}')}")
     return 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from expmrc.cli.args import add_flag
+
 DESCRIPTION = """\
 Convert an original TensorFlow BERT release (BERT, BERT-wwm, MacBERT: bert_config.json, vocab.txt,
 bert_model.ckpt.index + .data-*) into a Hugging Face folder (config.json, model.safetensors, vocab.txt,
@@ -15,7 +17,7 @@ Every encoder variable is mapped; the pre-training heads (cls/...), Adam slots a
 ignored; unused variables are listed; missing ones or a shape that disagrees with the config stop it.
 
 example:
-  expmrc convert-checkpoint chinese_macbert_base/ models/macbert-base --do_lower_case True
+  expmrc convert-checkpoint chinese_macbert_base/ models/macbert-base --do-lower-case True
 """
 
 
@@ -31,12 +33,12 @@ def _bool(text: str) -> bool:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("tf_dir", metavar="TF_DIR", help="folder of the unpacked TensorFlow release")
     parser.add_argument("output_dir", metavar="OUT_DIR", help="Hugging Face folder to write")
-    parser.add_argument("--do_lower_case", type=_bool, default=True, metavar="True|False",
+    add_flag(parser, "--do-lower-case", type=_bool, default=True, metavar="True|False",
                         help="lowercase (and strip accents) in the tokenizer: True for uncased English and "
                              "the Chinese models, False for cased ones (default: True)")
-    parser.add_argument("--bert_config_file", help="config file (default: TF_DIR/bert_config.json)")
-    parser.add_argument("--vocab_file", help="vocabulary (default: TF_DIR/vocab.txt)")
-    parser.add_argument("--init_checkpoint", help="checkpoint prefix, e.g. TF_DIR/bert_model.ckpt "
+    add_flag(parser, "--bert-config-file", help="config file (default: TF_DIR/bert_config.json)")
+    add_flag(parser, "--vocab-file", help="vocabulary (default: TF_DIR/vocab.txt)")
+    add_flag(parser, "--init-checkpoint", help="checkpoint prefix, e.g. TF_DIR/bert_model.ckpt "
                                                   "(default: the one *.index file in TF_DIR)")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it is not empty")
     parser.add_argument("--allow-missing", action="store_true",

@@ -138,7 +138,7 @@ def _resampling(args: argparse.Namespace) -> Resampling | None:
 
 
 def _print_intervals(reports: list[Report], ci: list[dict], settings: Resampling) -> None:
-    print(f"\n{settings.confidence:.0%} confidence intervals: bootstrap over questions, {settings.resamples} "
+    print(f"\n{settings.confidence * 100:g}% confidence intervals: bootstrap over questions, {settings.resamples} "
           f"resamples, seed {settings.seed}")
     print(_table(["subset", "predictions", "ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"], 2,
                  [[r.subset, r.prediction_path, *(_interval(c.get(k)) for k in ("ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"))]

@@ -37,7 +37,7 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dataset", metavar="DATASET", help="dataset file, or a subset name looked up in $EXPMRC_DATA")
+    parser.add_argument("dataset", metavar="DATASET", help="dataset file, or a subset name resolved in $EXPMRC_DATA or data/")
     parser.add_argument("--method", required=True, metavar="M", help="one of the methods above (best = idf-window)")
     parser.add_argument("--answers", metavar="PRED.json", help="answers to explain (default: the gold answers)")
     parser.add_argument("--output", required=True, metavar="SUBMISSION.json", help="where to write the submission")

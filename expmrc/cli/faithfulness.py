@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from expmrc.cli.args import add_flag
 from expmrc.data import subsets
 
 DESCRIPTION = """\
@@ -21,17 +22,17 @@ question (seconds, forward passes) is printed with them.
 
 examples:
   expmrc faithfulness runs/squad-seed1 squad
-  expmrc faithfulness runs/c3-seed1/model c3 --max_k 2 --json --details c3-faith.jsonl
+  expmrc faithfulness runs/c3-seed1/model c3 --max-k 2 --json --details c3-faith.jsonl
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, or a fine-tuned model folder")
-    parser.add_argument("dataset", metavar="DATASET", help="dataset file, or a subset name looked up in $EXPMRC_DATA")
-    parser.add_argument("--max_k", type=int, default=4, help="largest k of FARM(k), at least 1 (default 4)")
+    parser.add_argument("dataset", metavar="DATASET", help="dataset file, or a subset name resolved in $EXPMRC_DATA or data/")
+    add_flag(parser, "--max-k", type=int, default=4, help="largest k of FARM(k), at least 1 (default 4)")
     parser.add_argument("--subset", choices=subsets.names(),
                         help="the dataset's subset, when its `version` does not say")
-    parser.add_argument("--batch_size", type=int, default=None,
+    add_flag(parser, "--batch-size", type=int, default=None,
                         help="windows per forward pass (default: the run's own --predict_batch_size)")
     parser.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -51,9 +52,9 @@ def run(args: argparse.Namespace) -> int:
     from expmrc.logs import quiet_libraries
 
     if args.max_k < 1:
-        raise ExpmrcError(f"--max_k must be at least 1, got {args.max_k}")
+        raise ExpmrcError(f"--max-k must be at least 1, got {args.max_k}")
     if args.batch_size is not None and args.batch_size < 1:
-        raise ExpmrcError(f"--batch_size must be at least 1, got {args.batch_size}")
+        raise ExpmrcError(f"--batch-size must be at least 1, got {args.batch_size}")
     for path in (args.details, args.output):
         if path:
             check_output_path(path, "file", inputs=[args.dataset])

@@ -41,7 +41,7 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dataset", metavar="DATASET", help="dataset file, or a subset name looked up in $EXPMRC_DATA")
+    parser.add_argument("dataset", metavar="DATASET", help="dataset file, or a subset name resolved in $EXPMRC_DATA or data/")
     parser.add_argument("submission", metavar="SUBMISSION",
                         help="the submission to ground ({qid: {answer, evidence}}; an evidence may be a list of quotes)")
     parser.add_argument("--output", required=True, metavar="GROUNDED.json",

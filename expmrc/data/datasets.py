@@ -89,6 +89,9 @@ def resolve_dataset_path(name_or_path: str) -> str:
         raise ExpmrcError(
             f"{name_or_path}: no dev set found in $EXPMRC_DATA or data/; run `expmrc download` first"
         )
+    if not os.path.lexists(name_or_path) and not any(c in name_or_path for c in "./\\"):  # a word: a subset meant
+        raise ExpmrcError(f"{name_or_path}: unknown subset, and no such dataset file; the subsets are "
+                          f"{', '.join(SUBSETS)}")
     return name_or_path
 
 

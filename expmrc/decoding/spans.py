@@ -13,13 +13,15 @@ passage by character offsets (surrounding whitespace trimmed), never rebuilt fro
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from expmrc.features.windows import FeatureTable
 from expmrc.text.locate import trim
+from expmrc.metrics.leaderboard import score_tokens
 
 
 def window_spans(table: FeatureTable, window: int, start_logits: np.ndarray, end_logits: np.ndarray,
@@ -45,6 +47,8 @@ def window_spans(table: FeatureTable, window: int, start_logits: np.ndarray, end
 
 
 PROBABILITY_FLOOR = 1e-15  # spans less probable than this are not looked at: all of a window's add < 1e-10
+# Letters the leaderboard's normalization can drop from a text: those of the articles "a", "an", "the".
+_ARTICLE_LETTERS = frozenset("anthe")
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
@@ -54,15 +58,37 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
     return values / values.sum()
 
 
+def _skeleton(char: str) -> str:
+    """What one character keeps through `skeleton`: its case-folded letters and digits, less article letters."""
+    return "".join(c for c in char.casefold() if c.isalnum() and c not in _ARTICLE_LETTERS)
+
+
+@lru_cache(maxsize=64)
+def skeleton_index(text: str) -> tuple[str, np.ndarray]:
+    """The skeleton of `text` and, for each character offset i, the length of the skeleton of text[:i], so that
+    the skeleton of text[a:b] is skeleton[where[a]:where[b]]."""
+    pieces = [_skeleton(c) for c in text]
+    where = np.zeros(len(text) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in pieces], out=where[1:])
+    return "".join(pieces), where
+
+
 def span_probability(table: FeatureTable, windows: Sequence[int], outputs: Sequence[Mapping[str, np.ndarray]],
-                     passage: str, matches: Callable[[str], bool], max_length: int) -> float:
-    """p(ŷ) of a span answer: the model's probability that the answer is a span whose text `matches` ŷ.
+                     passage: str, answer_key: tuple[str, ...], max_length: int) -> float:
+    """p(ŷ) of a span answer: the model's probability that the answer is a span whose normalized text
+    (`score_tokens`) is `answer_key`, ŷ's own.
 
     In each window, p_start and p_end are soft-maxed over the window's own row, and p_start(s)·p_end(e) is
     summed over every passage span s ≤ e < s + `max_length` whose text matches; never renormalized over
     the n-best. A question's p(ŷ) is its most confident window's sum (a span two windows share is not
     counted twice). Spans below `PROBABILITY_FLOOR` are skipped.
+
+    Only spans with ŷ's skeleton are tokenized: tokenization keeps every letter and digit and normalization
+    drops only punctuation and the articles, so a matching text has ŷ's letters and digits (case-folded)
+    once the letters of "a", "an" and "the" are set aside on both sides. Same sum, a few tokenizer calls.
     """
+    target = "".join(_skeleton(c) for token in answer_key for c in token)
+    skeleton, where = skeleton_index(passage)
     best = 0.0
     for window in windows:
         offsets, _ = table.passage(window)
@@ -71,15 +97,19 @@ def span_probability(table: FeatureTable, windows: Sequence[int], outputs: Seque
             continue
         p_start = _softmax(outputs[window]["start_logits"])[first:first + count]
         p_end = _softmax(outputs[window]["end_logits"])[first:first + count]
+        bounds = np.asarray(offsets, dtype=np.int64).reshape(count, 2)
+        probability = np.outer(p_start, p_end)
+        gap = np.arange(count)[None, :] - np.arange(count)[:, None]  # e - s
+        length = where[bounds[:, 1]][None, :] - where[bounds[:, 0]][:, None]
+        look = (gap >= 0) & (gap < max_length) & (probability >= PROBABILITY_FLOOR) & (length == len(target))
         total = 0.0
-        for s in np.flatnonzero(p_start * p_end.max() >= PROBABILITY_FLOOR):
-            for e in range(int(s), min(int(s) + max_length, count)):
-                probability = float(p_start[s] * p_end[e])
-                if probability < PROBABILITY_FLOOR:
-                    continue
-                start, end = trim(passage, (int(offsets[s][0]), int(offsets[e][1])))
-                if end > start and matches(passage[start:end]):
-                    total += probability
+        for s, e in zip(*np.nonzero(look)):
+            begin, end = int(bounds[s, 0]), int(bounds[e, 1])
+            if skeleton[where[begin]:where[end]] != target:
+                continue
+            begin, end = trim(passage, (begin, end))
+            if end > begin and score_tokens(passage[begin:end]) == answer_key:
+                total += float(probability[s, e])
         best = max(best, total)
     return best
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
@@ -266,6 +267,9 @@ class IdfWindow:
             if passage.sentences and (query.options or find(passage.text, query.answer_text, ANSWER_POLICIES,
                                                              Hint(start=query.answer_start)) is None):
                 texts.extend(self._dense_texts(passage, self._runs(len(passage.sentences)), query))
+        if progress and texts:
+            print(f"idf-window: embedding {len(set(texts))} texts (windows of sentences, questions with their "
+                  "answers) with all-MiniLM-L6-v2 for the dense term; minutes on a CPU", file=sys.stderr)
         self.encoder.encode(texts, progress)
 
     def _anchored(self, passage: Passage, start: int, end: int, key: dict[str, float], key_mass: float,

@@ -38,7 +38,7 @@ from expmrc.data.datasets import LABELS, ChoiceQuestion
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import (IGNORE, FeatureReport, FeatureTable, PairTemplate, TableBuilder,
                                      char_span_to_tokens, count_unknown, encode_texts, max_context, window_label,
-                                     window_starts)
+                                     window_starts, tokenizer_name)
 from expmrc.text.locate import locate_evidence
 
 
@@ -62,7 +62,8 @@ def build_choice_features(questions: Sequence[ChoiceQuestion], tokenizer: Any, m
                           progress: bool = False, sliding_windows: bool = False) -> tuple[FeatureTable, FeatureReport]:
     """Option rows (with labels when `is_training`) for every question, in question order; see the module docstring."""
     if not getattr(tokenizer, "is_fast", False):
-        raise ExpmrcError("the tokenizer must be a fast tokenizer: character offsets are needed")
+        raise ExpmrcError(f"{tokenizer_name(tokenizer)}: the tokenizer must be a fast tokenizer: character offsets "
+                          "are needed")
     template = PairTemplate.of(tokenizer, token_types)
     report = FeatureReport(questions=len(questions))
     builder = TableBuilder("choice", token_types)

@@ -33,7 +33,7 @@ from expmrc.data.datasets import SpanQuestion
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import (IGNORE, FeatureReport, FeatureTable, PairTemplate, TableBuilder,
                                      char_span_to_tokens, encode_texts, max_context_flags,
-                                     window_label, window_starts)
+                                     window_label, window_starts, tokenizer_name)
 from expmrc.text.locate import locate_answer, locate_evidence
 
 
@@ -73,7 +73,8 @@ def build_span_features(questions: Sequence[SpanQuestion], tokenizer: Any, max_s
                         progress: bool = False) -> tuple[FeatureTable, FeatureReport]:
     """Windows (with labels when `is_training`) for every question, in question order; see the module docstring."""
     if not getattr(tokenizer, "is_fast", False):
-        raise ExpmrcError("the tokenizer must be a fast tokenizer: character offsets are needed")
+        raise ExpmrcError(f"{tokenizer_name(tokenizer)}: the tokenizer must be a fast tokenizer: character offsets "
+                          "are needed")
     if doc_stride < 1:
         raise ExpmrcError(f"--doc_stride must be at least 1 token (got {doc_stride})")
     template = PairTemplate.of(tokenizer, token_types)

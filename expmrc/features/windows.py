@@ -52,8 +52,8 @@ class PairTemplate:
         sequence = encoded.sequence_ids(0) if hasattr(encoded, "sequence_ids") else None
         ids = list(encoded["input_ids"])
         if sequence is None or 0 not in sequence or 1 not in sequence:
-            raise ExpmrcError(f"the tokenizer ({type(tokenizer).__name__}) does not mark the two texts of a pair; "
-                              "a fast tokenizer is needed")
+            raise ExpmrcError(f"{tokenizer_name(tokenizer)}: the tokenizer ({type(tokenizer).__name__}) does not mark "
+                              "the two texts of a pair; a fast tokenizer is needed")
         a = [i for i, s in enumerate(sequence) if s == 0]
         b = [i for i, s in enumerate(sequence) if s == 1]
         before, between, after = ids[:a[0]], ids[a[-1] + 1:b[0]], ids[b[-1] + 1:]
@@ -81,6 +81,11 @@ class PairTemplate:
             return ids, None
         parts = (self.before, a, self.between, b, self.after)
         return ids, [t for part, t in zip(parts, self.types) for _ in range(len(part))]
+
+
+def tokenizer_name(tokenizer: Any) -> str:
+    """Where a tokenizer was loaded from (its folder or Hub id), for messages; its class where unknown."""
+    return str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__)
 
 
 def encode_texts(tokenizer: Any, texts: Sequence[str]) -> list[Any]:

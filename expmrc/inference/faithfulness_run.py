@@ -142,10 +142,18 @@ def _question_records(question: Question, first: Predicted, edited: Predicted, v
     return deletions, erasure, details
 
 
+def _predicted(model: FineTuned, questions: Sequence[Question], dataset: Dataset) -> Predicted:
+    """`model.predict(questions)`, a question the windows cannot hold named with the dataset's file."""
+    try:
+        return model.predict(questions)
+    except ExpmrcError as exc:
+        raise ExpmrcError(f"{dataset.path}: {exc}") from None
+
+
 def run_faithfulness(model: FineTuned, dataset: Dataset, max_k: int, progress: bool = True) -> Faithfulness:
     """Edit, re-predict and score every question of `dataset` (module docstring)."""
     if isinstance(max_k, bool) or not isinstance(max_k, int) or max_k < 1:
-        raise ExpmrcError(f"--max_k must be a whole number of at least 1, got {max_k!r}")
+        raise ExpmrcError(f"--max-k must be a whole number of at least 1, got {max_k!r}")
     if dataset.kind != model.kind:
         raise ExpmrcError(f"{model.name}: a fine-tuned {model.kind} model; {dataset.path} is a {dataset.kind} "
                           f"({dataset.subset}) dataset")
@@ -160,7 +168,7 @@ def run_faithfulness(model: FineTuned, dataset: Dataset, max_k: int, progress: b
     bar = tqdm(total=len(questions), desc="faithfulness", unit="question", disable=not progress, dynamic_ncols=True)
     for at in range(0, len(questions), CHUNK):
         chunk = questions[at:at + CHUNK]
-        first = model.predict(chunk)
+        first = _predicted(model, chunk, dataset)
         edits: list[Question] = []
         plans = []
         for question in chunk:
@@ -174,7 +182,7 @@ def run_faithfulness(model: FineTuned, dataset: Dataset, max_k: int, progress: b
             try:
                 order = order_facts(sentences, scores, span)
             except ValueError as exc:
-                raise ExpmrcError(f"question {question.qid}: {exc}") from None
+                raise ExpmrcError(f"{dataset.path}: question {question.qid}: {exc}") from None
             texts = {"without": without_spans(passage, [span]) if span[1] > span[0] else passage,
                      "only": prediction["evidence"]}
             for group, facts in (("relevant", order.relevant), ("irrelevant", order.irrelevant)):
@@ -186,7 +194,7 @@ def run_faithfulness(model: FineTuned, dataset: Dataset, max_k: int, progress: b
                 variants[name] = f"edit-{len(edits)}"
                 edits.append(with_passage(question, variants[name], text))
             plans.append((question, variants, order))
-        edited = model.predict(edits)
+        edited = _predicted(model, edits, dataset)
         windows += first.windows + edited.windows
         passages += len(chunk) + len(edits)
         for question, variants, order in plans:

@@ -116,8 +116,7 @@ class Predicted:
         if not key or self.table is None:
             return None
         windows = self._windows.get(index, [])
-        return span_probability(self.table, windows, self.outputs, question.context,
-                                lambda text: score_tokens(text) == key, self.max_answer_length)
+        return span_probability(self.table, windows, self.outputs, question.context, key, self.max_answer_length)
 
     @cached_property
     def _index(self) -> dict[str, int]:

@@ -209,7 +209,7 @@ def find_release_files(tf_dir: str, bert_config_file: str | None = None, vocab_f
         raise ExpmrcError(f"{tf_dir}: not a folder (expected an unpacked TensorFlow BERT release)")
     config = bert_config_file or os.path.join(tf_dir, "bert_config.json")
     vocab = vocab_file or os.path.join(tf_dir, "vocab.txt")
-    for path, flag in ((config, "--bert_config_file"), (vocab, "--vocab_file")):
+    for path, flag in ((config, "--bert-config-file"), (vocab, "--vocab-file")):
         if not os.path.isfile(path):
             raise ExpmrcError(f"{path}: not found (name the file with {flag})")
     return ReleaseFiles(config, vocab, resolve_prefix(init_checkpoint or tf_dir))

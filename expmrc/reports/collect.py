@@ -79,13 +79,12 @@ def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
     compare_settings(groups)
     markdown = markdown_report(groups, runs)
     written = []
-    if "md" in formats:
-        write_text_atomic(str(out / OUTPUT_FILES["md"]), markdown)
-        written.append(str(out / OUTPUT_FILES["md"]))
+    texts = {"md": markdown} if "md" in formats else {}
     if "csv" in formats:
-        for kind, text in (("csv", groups_csv(groups)), ("runs", runs_csv(runs))):
-            write_text_atomic(str(out / OUTPUT_FILES[kind]), text)
-            written.append(str(out / OUTPUT_FILES[kind]))
+        texts.update(csv=groups_csv(groups), runs=runs_csv(runs))
+    for kind, text in texts.items():  # every table made before the first is written
+        write_text_atomic(str(out / OUTPUT_FILES[kind]), text)
+        written.append(str(out / OUTPUT_FILES[kind]))
     if "png" in formats:
         plot_lambda(groups, str(out / OUTPUT_FILES["png"]))
         written.append(str(out / OUTPUT_FILES["png"]))

@@ -61,11 +61,16 @@ class ScoredRun:
 def find_run_dirs(paths: list[str], ignore: str | None = None) -> list[str]:
     """Run directories under `paths`: a folder with run_info.json or dev_predictions.json is a run; other
     folders are searched below; a folder with neither and nothing below is an unfinished run. The folder
-    `ignore` (collect's output folder) and folders holding only collect's outputs are skipped."""
+    `ignore` (collect's output folder) and folders holding only collect's outputs are skipped. A run whose
+    name is not valid UTF-8 is refused here, before anything is read or written: every table names it."""
     found: list[str] = []
     skip = os.path.realpath(ignore) if ignore else None
 
     def visit(folder: Path) -> None:
+        if any("\udc80" <= ch <= "\udcff" for ch in str(folder)):  # undecodable bytes, as Python keeps them
+            shown = os.fsencode(folder).decode("utf-8", "backslashreplace")
+            raise ExpmrcError(f"{shown}: the folder's name is not valid UTF-8, so no table can name it; rename "
+                              "it, or collect the folders beside it")
         if (folder / RUN_INFO).exists() or (folder / PREDICTIONS).exists():
             found.append(str(folder))
             return

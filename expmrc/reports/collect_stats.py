@@ -128,17 +128,16 @@ def compare_settings(groups: list[Group], settings: stats.Resampling = stats.Res
         families.setdefault((group.subset, group.dev_sha256), []).append(group)
     for family in families.values():
         n = len(family[0].runs[0].vectors[SCORES[0]])
-        counts = stats.index_counts(stats.resample_indices(n, settings.resamples, settings.seed), n)
         ones = np.ones(n)
+        parts = {(metric, k): (g.question_mean(metric), ones) for metric in SCORES for k, g in enumerate(family)}
+        figures = stats.resampled_figures({f"{m} {k}": v for (m, k), v in parts.items()}, n, settings)
         for metric in SCORES:
-            parts = {str(k): (g.question_mean(metric), ones) for k, g in enumerate(family)}
-            figures = stats.resampled(parts, counts)
             best = max(range(len(family)), key=lambda k: (family[k].mean(metric) or 0.0, -family[k].loss_lambda))
             for k, group in enumerate(family):
-                group.intervals[metric] = stats.order_interval(figures[str(k)], settings.confidence)
+                group.intervals[metric] = stats.order_interval(figures[f"{metric} {k}"], settings.confidence)
                 if k == best:
                     group.p_best[metric] = None
                     continue
-                test = stats.paired_bootstrap({metric: parts[str(best)]}, {metric: parts[str(k)]}, counts,
-                                              settings.confidence)
-                group.p_best[metric] = test[metric].p
+                observed = stats.point(parts[(metric, k)]) - stats.point(parts[(metric, best)])
+                deltas = figures[f"{metric} {k}"] - figures[f"{metric} {best}"]
+                group.p_best[metric] = stats.bootstrap_difference(deltas, observed, settings.confidence)[1]

@@ -30,7 +30,7 @@ from expmrc.metrics.registry import Metric, select
 from expmrc.reports.llm_replies import attach_llm_replies
 from expmrc.reports.pages import asset, json_value, pyplot, render, svg
 from expmrc.scoring.scorer import QuestionScore, Report, no_match_problem, score, signature
-from expmrc.scoring.stats import ALPHA, Resampling, compare
+from expmrc.scoring.stats import Resampling, compare
 from expmrc.text.locate import Hint, find
 
 ANSWER_THRESHOLD = 0.5  # answer right when its score is at least this (multiple choice: 1 right, 0 wrong)
@@ -89,10 +89,11 @@ def quadrant(answered: bool, answer: float, evidence: float, answer_threshold: f
         "good" if evidence >= evidence_threshold else "poor")
 
 
-def _evidence_of(q: QuestionScore) -> float:
+def _evidence_of(report: Report, q: QuestionScore) -> float:
     """A question's evidence F1: set, as the page scores only datasets with gold evidence."""
     if q.evidence is None:
-        raise ExpmrcError(f"question {q.id}: no evidence score; the page needs a dataset with gold evidence")
+        raise ExpmrcError(f"{report.dataset_path}: question {q.id}: no evidence score; the page needs a dataset "
+                          "with gold evidence")
     return q.evidence
 
 
@@ -100,7 +101,7 @@ def quadrant_counts(report: Report, answer_threshold: float, evidence_threshold:
     """How many questions of `report` fall in each quadrant, in QUADRANTS order."""
     counts = dict.fromkeys(QUADRANTS, 0)
     for q in report.questions:
-        counts[quadrant(q.answered, q.answer, _evidence_of(q), answer_threshold, evidence_threshold)] += 1
+        counts[quadrant(q.answered, q.answer, _evidence_of(report, q), answer_threshold, evidence_threshold)] += 1
     return counts
 
 
@@ -298,7 +299,7 @@ def evidence_histogram(submissions: list[Submission]) -> Any:
     for s, (letter, sub) in enumerate(zip(LETTERS, submissions)):
         counts = [0] * HISTOGRAM_BINS
         for q in sub.report.questions:
-            value = _evidence_of(q) if q.answered else 0.0
+            value = _evidence_of(sub.report, q) if q.answered else 0.0
             counts[min(int(value * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
         x = [b + 0.5 + (s - (len(submissions) - 1) / 2) * width for b in range(HISTOGRAM_BINS)]
         ax.bar(x, counts, width, label=letter, color=BAR_COLOURS[s], hatch=BAR_HATCHES[s],
@@ -317,7 +318,8 @@ def evidence_histogram(submissions: list[Submission]) -> Any:
 # ---------------------------------------------------------------- the page
 
 def _summary_rows(submissions: list[Submission]) -> tuple[list[str], list[dict[str, Any]]]:
-    """The summary table: a row per submission (and B − A), with every extra figure as a column."""
+    """The summary table's columns (a submission, and B − A), each with every figure: the leaderboard's four, then
+    the extra metrics'."""
     extra_keys: dict[str, None] = {}
     for sub in submissions:
         extra_keys.update(dict.fromkeys(sub.report.extra_figures()))
@@ -325,8 +327,7 @@ def _summary_rows(submissions: list[Submission]) -> tuple[list[str], list[dict[s
     for letter, sub in zip(LETTERS, submissions):
         figures: dict[str, Any] = {}
         for key, name in (("ALL_F1", "overall"), ("ANS_F1", "answer"), ("EVI_F1", "evidence"), ("ANS_EM", "exact")):
-            mean = sub.report.mean(name)
-            figures[key] = None if mean is None else round(mean, 3)
+            figures[key] = sub.report.mean(name)  # printed to 3 decimals, as the leaderboard prints them
         figures.update(json_value(sub.report.extra_figures()))
         rows.append({"label": letter, "name": sub.name, "path": sub.report.prediction_path, "figures": figures,
                      "total": sub.report.total, "skipped": sub.report.skipped,
@@ -336,7 +337,7 @@ def _summary_rows(submissions: list[Submission]) -> tuple[list[str], list[dict[s
         for key, a in rows[0]["figures"].items():
             b = rows[1]["figures"].get(key)
             numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
-            diff[key] = round(b - a, 3) if numbers else None
+            diff[key] = b - a if numbers else None  # of the figures themselves, as the paired test's Δ
         rows.append({"label": "B − A", "name": "", "path": "", "figures": diff, "total": None, "skipped": None,
                      "unknown": None})
     return ["ALL_F1", "ANS_F1", "EVI_F1", "ANS_EM", *[k for k in extra_keys if k not in ("ALL_F1", "ANS_F1",
@@ -361,7 +362,7 @@ def paired_test(submissions: list[Submission]) -> dict[str, Any] | None:
     gains = [c for c in changes if c["delta"] > 0][:DECIDING]
     losses = sorted((c for c in changes if c["delta"] < 0), key=lambda c: (c["delta"], c["id"]))[:DECIDING]
     return {"rows": rows, "gains": gains, "losses": losses, "resamples": settings.resamples, "seed": settings.seed,
-            "confidence": settings.confidence, "alpha": ALPHA, "changed": len(changes)}
+            "confidence": settings.confidence, "changed": len(changes)}
 
 
 def render_report(dataset: Dataset, submissions: list[Submission], answer_threshold: float = ANSWER_THRESHOLD,

@@ -84,7 +84,8 @@ class Report:
         """The leaderboard's JSON object, keys in its order, figures as strings with three decimals."""
         overall, answer, evidence = self.mean("overall"), self.mean("answer"), self.mean("evidence")
         if overall is None or answer is None or evidence is None:
-            raise ExpmrcError("the leaderboard's figures need gold evidence; this report scored answers only")
+            raise ExpmrcError(f"{self.dataset_path}: the leaderboard's figures need gold evidence; this dataset has "
+                              "none, so only answers were scored")
         return {
             "ALL_F1": f"{overall:.3f}",
             "ANS_F1": f"{answer:.3f}",

@@ -8,22 +8,27 @@ all resampled figures come from one matrix product `counts @ num / counts @ den`
 - Interval (`intervals`): bootstrap over questions, B resamples of n question indices drawn with
   replacement from a seeded numpy Generator; the interval is the order statistics sacrebleu's
   `estimate_ci` takes (for 95% and B = 1000, the 26th and the 975th of the sorted resampled figures).
+  The draws are made a chunk of rows at a time (`CHUNK_DRAWS` indices), the same draws as one B × n
+  matrix, so memory stays bounded at any B.
 - Paired bootstrap (Koehn 2004, as sacrebleu): the same resamples for both systems; the statistic is
   |Δ_b| minus the mean of |Δ_b| (centred), p = (#{centred ≥ |Δ|} + 1) / (B + 1).
 - Approximate randomization (Riezler & Maxwell 2005, as sacrebleu): each trial swaps the two systems'
   values on a random half of the questions; p = (#{|Δ_t| ≥ |Δ|} + 1) / (T + 1).
 Unlike sacrebleu, which counts only statistics strictly above |Δ|, a statistic equal to |Δ| (within
-`TIE`) counts, so two identical systems give p = 1. docs/scoring.md explains and works an example.
+`TIE`) counts, so two identical systems give p = 1. A difference is marked significant when the
+interval of Δ shown beside it excludes 0 (`Difference.significant`), whichever test gives p, so the mark
+never contradicts the interval. docs/scoring.md explains and works an example.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from expmrc.errors import ExpmrcError
 from expmrc.scoring.scorer import Report, no_match_problem
@@ -32,7 +37,10 @@ DEFAULT_SEED = 12345  # sacrebleu's default seed
 DEFAULT_RESAMPLES = 1000  # sacrebleu's default for the paired bootstrap and for intervals
 DEFAULT_TRIALS = 10000  # sacrebleu's default for approximate randomization
 DEFAULT_CONFIDENCE = 0.95
-ALPHA = 0.05  # a difference is called significant when p < ALPHA
+CONFIDENCE_RANGE = (0.5, 0.999)  # below 0.5 an interval says little; above 0.999 B = 1000 has no order statistic left
+ALPHA = 0.05  # `expmrc collect`: a setting is "not significantly worse" than the best when p >= ALPHA
+CHUNK_DRAWS = 1 << 20  # random draws (question indices or swaps) held at once: about 8 MB per array
+PROGRESS_DRAWS = 50_000_000  # a resampling with more draws than this shows a progress bar (several seconds)
 TIE = 1e-9  # a resampled statistic within this of the observed one counts as equal (float rounding)
 TESTS = ("bootstrap", "randomization")
 LEADERBOARD_KEYS = {"ALL_F1": "overall", "ANS_F1": "answer", "EVI_F1": "evidence", "ANS_EM": "exact"}
@@ -51,8 +59,9 @@ class Resampling:
     def __post_init__(self) -> None:
         if isinstance(self.resamples, bool) or not isinstance(self.resamples, int) or self.resamples < 1:
             raise ExpmrcError(f"the number of resamples must be a whole number >= 1, got {self.resamples!r}")
-        if not (isinstance(self.confidence, float) and 0 < self.confidence < 1):
-            raise ExpmrcError(f"the confidence level must be a number between 0 and 1, got {self.confidence!r}")
+        low, high = CONFIDENCE_RANGE
+        if not (isinstance(self.confidence, float) and low <= self.confidence <= high):
+            raise ExpmrcError(f"the confidence level must be a number from {low:g} to {high:g}, got {self.confidence!r}")
 
     def describe(self) -> str:
         """The signature part, e.g. `ci:bs-1000+seed-12345+conf-0.95`."""
@@ -98,7 +107,8 @@ def point(parts: Parts) -> float:
 # ---------------------------------------------------------------- resampling
 
 def resample_indices(n: int, resamples: int, seed: int) -> np.ndarray:
-    """A (resamples, n) matrix of question indices drawn with replacement, all at once, from `seed`."""
+    """A (resamples, n) matrix of question indices drawn with replacement, all at once, from `seed`: the draws
+    `resample_counts` makes a chunk at a time (for tests and benchmarks; the figures never need it whole)."""
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
 
 
@@ -107,6 +117,26 @@ def index_counts(indices: np.ndarray, n: int) -> np.ndarray:
     rows = indices.shape[0]
     offsets = (indices + n * np.arange(rows)[:, None]).ravel()
     return np.bincount(offsets, minlength=rows * n).reshape(rows, n).astype(float)
+
+
+def chunked_draws(n: int, rows: int, seed: int, high: int, what: str) -> Iterator[np.ndarray]:
+    """`rows` rows of n integers in [0, high) from one Generator seeded `seed`, yielded a few rows at a time
+    (`CHUNK_DRAWS` values): numpy draws them in the same order, so the rows are those of one (rows, n) call.
+    A progress bar named `what` shows when there are more than `PROGRESS_DRAWS` values."""
+    generator = np.random.default_rng(seed)
+    step = max(1, CHUNK_DRAWS // max(n, 1))
+    with tqdm(total=rows, desc=what, unit=what.split()[-1], disable=rows * n <= PROGRESS_DRAWS, leave=False,
+              dynamic_ncols=True) as bar:
+        for done in range(0, rows, step):
+            size = min(step, rows - done)
+            yield generator.integers(0, high, size=(size, n))
+            bar.update(size)
+
+
+def resample_counts(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """The bootstrap's resamples of n questions as count matrices, a chunk of rows at a time."""
+    for indices in chunked_draws(n, resamples, seed, n, "bootstrap resamples"):
+        yield index_counts(indices, n)
 
 
 def resampled(parts: dict[str, Parts], weights: np.ndarray) -> dict[str, np.ndarray]:
@@ -122,6 +152,12 @@ def resampled(parts: dict[str, Parts], weights: np.ndarray) -> dict[str, np.ndar
     return {key: figures[:, k] for k, key in enumerate(parts)}
 
 
+def resampled_figures(parts: dict[str, Parts], n: int, settings: Resampling) -> dict[str, np.ndarray]:
+    """Each figure on every bootstrap resample of `settings` (one value per resample), built a chunk at a time."""
+    chunks = [resampled(parts, counts) for counts in resample_counts(n, settings.resamples, settings.seed)]
+    return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in parts}
+
+
 def order_interval(samples: np.ndarray, confidence: float) -> tuple[float, float] | None:
     """The interval between the order statistics leaving (1 − confidence)/2 out on each side, as sacrebleu's
     `estimate_ci` does at 95% (index B // 40 and B − 1 − B // 40); resamples where the figure is undefined
@@ -129,15 +165,14 @@ def order_interval(samples: np.ndarray, confidence: float) -> tuple[float, float
     kept = np.sort(samples[~np.isnan(samples)])
     if kept.size == 0:
         return None
-    lower = math.floor(kept.size * (1.0 - confidence) / 2.0 + 1e-9)
+    lower = min(math.floor(kept.size * (1.0 - confidence) / 2.0 + 1e-9), (kept.size - 1) // 2)
     return float(kept[lower]), float(kept[kept.size - 1 - lower])
 
 
 def intervals(report: Report, settings: Resampling = Resampling()) -> dict[str, tuple[float, float] | None]:
     """A bootstrap interval over questions for every figure of `report` (None where it is absent)."""
     parts = figure_parts(report)
-    counts = index_counts(resample_indices(report.total, settings.resamples, settings.seed), report.total)
-    figures = resampled(parts, counts)
+    figures = resampled_figures(parts, report.total, settings)
     keys = list(LEADERBOARD_KEYS) + list(report.extra_figures())
     return {key: order_interval(figures[key], settings.confidence) if key in parts else None for key in keys}
 
@@ -159,7 +194,8 @@ class Difference:
 
     @property
     def significant(self) -> bool:
-        return self.p < ALPHA
+        """Whether the interval of Δ excludes 0: the mark follows the interval shown beside it, never p alone."""
+        return self.ci is not None and (self.ci[0] > 0 or self.ci[1] < 0)
 
     def as_dict(self) -> dict[str, Any]:
         return {"baseline": round(self.baseline, 3), "system": round(self.system, 3), "delta": round(self.delta, 3),
@@ -173,49 +209,62 @@ def p_value(statistics: np.ndarray, observed: float) -> float:
     return (hits + 1) / (statistics.size + 1)
 
 
-def paired_bootstrap(base: dict[str, Parts], system: dict[str, Parts], counts: np.ndarray,
-                     confidence: float) -> dict[str, Difference]:
-    """Koehn's paired bootstrap with sacrebleu's centred statistic, over resample `counts` both systems share."""
-    before, after = resampled(base, counts), resampled(system, counts)
+def bootstrap_difference(deltas: np.ndarray, observed: float, confidence: float) -> tuple[tuple[float, float] | None,
+                                                                                       float]:
+    """The interval of Δ and Koehn's p-value with sacrebleu's centred statistic, from Δ on each resample."""
+    deltas = deltas[~np.isnan(deltas)]
+    spread = np.abs(deltas)
+    p = p_value(spread - spread.mean(), observed) if deltas.size else 1.0
+    return order_interval(deltas, confidence), p
+
+
+def paired_bootstrap(base: dict[str, Parts], system: dict[str, Parts], n: int,
+                     settings: Resampling) -> dict[str, Difference]:
+    """Koehn's paired bootstrap over the resamples of `settings`, which both systems share."""
+    deltas: dict[str, list[np.ndarray]] = {key: [] for key in base}
+    for counts in resample_counts(n, settings.resamples, settings.seed):
+        before, after = resampled(base, counts), resampled(system, counts)
+        for key in base:
+            deltas[key].append(after[key] - before[key])
     results = {}
-    for key in base:
-        deltas = after[key] - before[key]
-        deltas = deltas[~np.isnan(deltas)]
-        spread = np.abs(deltas)
-        p = p_value(spread - spread.mean(), point(system[key]) - point(base[key])) if deltas.size else 1.0
-        results[key] = Difference(point(base[key]), point(system[key]), order_interval(deltas, confidence), p)
+    for key, chunks in deltas.items():
+        a, b = point(base[key]), point(system[key])
+        ci, p = bootstrap_difference(np.concatenate(chunks), b - a, settings.confidence)
+        results[key] = Difference(a, b, ci, p)
     return results
 
 
-def swap_masks(n: int, trials: int, seed: int) -> np.ndarray:
-    """A (trials, n) 0/1 matrix: 1 where a trial swaps the two systems' values on that question."""
-    return np.random.default_rng(seed).integers(0, 2, size=(trials, n)).astype(float)
-
-
-def randomization(base: dict[str, Parts], system: dict[str, Parts], swaps: np.ndarray) -> dict[str, float]:
+def randomization(base: dict[str, Parts], system: dict[str, Parts], n: int, trials: int,
+                  seed: int) -> dict[str, float]:
     """Approximate randomization's p-values: |Δ| between each trial's two pseudo-systems against the observed
-    |Δ|. A trial's pseudo-baseline sums are Σ base + swaps @ (system − base), the other's the reverse."""
+    |Δ|. A trial's pseudo-baseline sums are Σ base + swaps @ (system − base), the other's the reverse; the
+    trials are drawn and counted a chunk at a time."""
     own = np.column_stack([vector for pair in base.values() for vector in pair])
     other = np.column_stack([vector for key in base for vector in system[key]])
-    moved = swaps @ (other - own)
-    results = {}
-    for k, key in enumerate(base):
-        figures = []
-        for sums, sign in ((own.sum(axis=0), 1.0), (other.sum(axis=0), -1.0)):
-            top, bottom = sums[2 * k] + sign * moved[:, 2 * k], sums[2 * k + 1] + sign * moved[:, 2 * k + 1]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                figures.append(np.where(bottom > 0, 100.0 * top / np.where(bottom > 0, bottom, 1.0), np.nan))
-        statistics = np.abs(figures[1] - figures[0])
-        results[key] = p_value(statistics[~np.isnan(statistics)], point(system[key]) - point(base[key]))
-    return results
+    observed = {key: point(system[key]) - point(base[key]) for key in base}
+    hits, counted = dict.fromkeys(base, 0), dict.fromkeys(base, 0)
+    for swaps in chunked_draws(n, trials, seed, 2, "randomization trials"):
+        moved = swaps.astype(float) @ (other - own)
+        for k, key in enumerate(base):
+            figures = []
+            for sums, sign in ((own.sum(axis=0), 1.0), (other.sum(axis=0), -1.0)):
+                top, bottom = sums[2 * k] + sign * moved[:, 2 * k], sums[2 * k + 1] + sign * moved[:, 2 * k + 1]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    figures.append(np.where(bottom > 0, 100.0 * top / np.where(bottom > 0, bottom, 1.0), np.nan))
+            statistics = np.abs(figures[1] - figures[0])
+            statistics = statistics[~np.isnan(statistics)]
+            hits[key] += int(np.sum(statistics >= abs(observed[key]) - TIE))
+            counted[key] += statistics.size
+    return {key: (hits[key] + 1) / (counted[key] + 1) for key in base}
 
 
 def compare(baseline: Report, system: Report, test: str = "bootstrap", settings: Resampling = Resampling(),
             trials: int = DEFAULT_TRIALS) -> dict[str, Difference]:
     """Every figure both reports have, system against baseline on the same questions.
 
-    The interval of Δ is always the paired bootstrap's (`settings.resamples`); the p-value is the paired
-    bootstrap's, or approximate randomization's over `trials` swaps with `test="randomization"`.
+    The interval of Δ is always the paired bootstrap's (`settings.resamples`), and with it the significance
+    mark; the p-value is the paired bootstrap's, or approximate randomization's over `trials` swaps with
+    `test="randomization"`.
     """
     if test not in TESTS:
         raise ExpmrcError(f"unknown test {test!r}; choose from {', '.join(TESTS)}")
@@ -224,11 +273,10 @@ def compare(baseline: Report, system: Report, test: str = "bootstrap", settings:
                           "questions; a paired test needs the same dataset")
     base_parts, sys_parts = figure_parts(baseline), figure_parts(system)
     n = baseline.total
-    counts = index_counts(resample_indices(n, settings.resamples, settings.seed), n)
     base_parts = {key: value for key, value in base_parts.items() if key in sys_parts}
-    results = paired_bootstrap(base_parts, sys_parts, counts, settings.confidence)
+    results = paired_bootstrap(base_parts, sys_parts, n, settings)
     if test == "randomization":
-        p_values = randomization(base_parts, sys_parts, swap_masks(n, trials, settings.seed))
+        p_values = randomization(base_parts, sys_parts, n, trials, settings.seed)
         results = {key: Difference(r.baseline, r.system, r.ci, p_values[key]) for key, r in results.items()}
     return results
 

@@ -166,6 +166,9 @@ def features(run: BaselineRun, dataset: Dataset, is_training: bool, cache_path: 
     path = cache_path or shared_cache_path(run.config.paths.cache_dir, key, "train" if is_training else "predict")
     table, report = cached_features(path, key, build, run.accelerator)
     logger.info(f"{dataset.path}: {report.summary()}")
+    if is_training and len(table) == 0:
+        raise ExpmrcError(f"{dataset.path}: no training features: none of its {len(dataset.questions)} questions "
+                          f"gave a window to train on ({report.summary()})")
     share = 100 * report.unknown_share
     if report.unknown_share >= UNKNOWN_REFUSED and not run.allow_unknown_tokens:
         raise ExpmrcError(f"{dataset.path}: {share:.1f}% of its tokens are the tokenizer's unknown token: the "

@@ -386,7 +386,7 @@ def prepare_training(model: torch.nn.Module, dataset: Batches, config: TrainConf
     checkpoint whose settings match."""
     num_examples = len(dataset)
     if num_examples == 0:
-        raise ExpmrcError("no training features to train on")
+        raise ExpmrcError(f"{config.output_dir}: no training features to train on")
     processes, accumulation = accelerator.num_processes, config.gradient_accumulation_steps
     batch_size = config.train_batch_size
     if batch_size % (processes * accumulation):

@@ -181,3 +181,40 @@ def test_a_dangling_symlink_output_says_so(tmp_path, kind):
     link.symlink_to(tmp_path / "gone")
     with pytest.raises(ExpmrcError, match="is a broken symbolic link"):
         check_output_path(str(link), kind)
+
+
+@pytest.mark.parametrize("command", ["evaluate", "human", "evidence", "compare", "report", "ground"])
+def test_a_subset_typo_lists_the_four_subsets(tmp_path, command):
+    preds = write(tmp_path / "p.json", SPAN_PREDS)
+    argv = {"evaluate": ["sqad", preds], "human": ["sqad"], "evidence": ["sqad", "--method", "best", "--output",
+            str(tmp_path / "o.json")], "compare": ["sqad", preds, write(tmp_path / "q.json", SPAN_PREDS)], "report": ["sqad", preds, "--output",
+            str(tmp_path / "r.html")], "ground": ["sqad", preds, "--output", str(tmp_path / "g.json")]}[command]
+    status, _, err = run_cli([command, *argv])
+    assert_refused(status, err, "sqad: unknown subset, and no such dataset file; the subsets are squad, cmrc2018, race, c3")
+
+
+def test_a_training_set_giving_no_window_names_the_file(tmp_path, capsys):
+    from expmrc.training.span_task import run_span
+    from helpers.tiny_bert import make_tiny_bert_folder
+
+    data = {**json.loads(json.dumps(SPAN_DATA)), "version": "expmrc-squad-train"}  # a copy: SPAN_DATA is shared
+    for qa in data["data"][0]["paragraphs"][0]["qas"]:  # every answer elsewhere than its offset says
+        qa["answers"] = [{"text": "Atlantis", "answer_start": 0}]
+    train = write(tmp_path / "train.json", data)
+    flags = ["--model_name_or_path", str(make_tiny_bert_folder(tmp_path / "bert")), "--do_train", "True",
+             "--train_file", train, "--output_dir", str(tmp_path / "run"), "--max_seq_length", "64"]
+    status = run_guarded(run_span, flags)
+    assert_refused(status, capsys.readouterr().err, f"{train}: no training features: none of its 3 questions gave a window to train on")
+
+
+@pytest.mark.parametrize("spelling", ["--max-k", "--max_k"])
+def test_kebab_flags_with_the_old_spelling_hidden(spelling):
+    from expmrc.cli import faithfulness
+    from expmrc.cli.__init__ import OneLineParser
+
+    parser = OneLineParser(prog="expmrc faithfulness")
+    faithfulness.add_arguments(parser)
+    assert parser.parse_args(["run", "squad", spelling, "2"]).max_k == 2
+    assert parser.parse_args(["run", "squad"]).max_k == 4
+    shown = parser.format_help()
+    assert "--max-k" in shown and "--max_k" not in shown and "--batch_size" not in shown

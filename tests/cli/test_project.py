@@ -13,12 +13,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_readme_commands_are_what_ci_runs():
+    """CI runs the README's set-up, then its test command exactly, with the data variables unset as on a fresh
+    clone, then the `data`-marked tests with them."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
     setup, test = (line.split("#", 1)[0].strip() for line in block[:2])
-    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
     assert setup.split(" && ")[0] in ci          # bash scripts/setup.sh
-    assert ci[-1].strip() == test                # the test command, exactly
+    at = ci.index(test)                          # the test command, exactly
+    assert ci[at - 1] == "unset EXPMRC_DATA EXPMRC_TRAIN_DATA EXPMRC_CMRC2018_DEV"
+    assert not any("export EXPMRC" in line for line in ci[:at])
+    assert ci[-1] == f"{test} -m data" and sum("export EXPMRC" in line for line in ci[at:]) == 3
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

@@ -50,6 +50,23 @@ def test_every_script_parses(script):
     assert subprocess.run(["bash", "-n", str(SCRIPTS / script)], capture_output=True).returncode == 0
 
 
+@pytest.mark.parametrize("script", sorted(p.name for p in SCRIPTS.glob("*.sh") if p.name != "_common.sh"))
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_every_script_explains_itself_and_does_nothing_else(script, flag, tmp_path):
+    """`--help` prints the comment at the top of the script (what it does, the variables it reads) and exits 0
+    before any check or work: no variable is required, nothing is written."""
+    header = []
+    for line in (SCRIPTS / script).read_text(encoding="utf-8").splitlines()[1:]:
+        if not line.startswith("#"):
+            break
+        header.append(line[2:] if line.startswith("# ") else line[1:])
+    result = subprocess.run(["bash", str(SCRIPTS / script), flag], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60, env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)})
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines() == header and len(header) >= 3
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("script, program, subset, lam, lower", [
     ("run_squad.sh", "run_se_mrc.py", "squad", "0.01", "False"),
     ("run_cmrc2018.sh", "run_se_mrc.py", "cmrc2018", "0.01", "True"),

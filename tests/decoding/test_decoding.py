@@ -3,6 +3,8 @@ max context, text from offsets) and the answers of both tasks."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -140,8 +142,7 @@ def test_evidence_may_start_where_its_window_is_not_the_most_trusted_one():
 
 
 def same_text(answer):
-    key = score_tokens(answer)
-    return lambda text: score_tokens(text) == key
+    return score_tokens(answer)
 
 
 @needs_punkt
@@ -167,3 +168,50 @@ def test_span_probability_sums_every_span_whose_text_normalizes_to_the_answer():
     two = table(((0, 7), None, 0), ((0, 7), None, 0))
     half = logits(7, {1: 0.0}, {1: 0.0, 3: 0.0}, base=-10000.0, null=-10000.0)
     assert span_probability(two, [0, 1], [out, half], CONTEXT, same_text("café"), 30) == pytest.approx(1.0, abs=1e-9)
+
+
+def every_span_probability(tbl, windows, outputs, passage, key, max_length):
+    """p(ŷ) the slow way, for reference: every span within `max_length` tokenized and compared."""
+    best = 0.0
+    for window in windows:
+        offsets, _ = tbl.passage(window)
+        first = int(tbl.passage_pos[window])
+        p_start, p_end = (np.exp(x - x.max()) for x in (outputs[window][k].astype(np.float64)
+                                                         for k in ("start_logits", "end_logits")))
+        p_start, p_end = p_start / p_start.sum(), p_end / p_end.sum()
+        total = 0.0
+        for s in range(len(offsets)):
+            for e in range(s, min(s + max_length, len(offsets))):
+                text = passage[offsets[s][0]:offsets[e][1]].strip()
+                probability = float(p_start[first + s] * p_end[first + e])
+                if probability >= 1e-15 and text and score_tokens(text) == key:
+                    total += probability
+        best = max(best, total)
+    return best
+
+
+TRICKY = ('The "Theatre" an ant can\'t see: ΟΔΟΣ, İstanbul and Straße (STRASSE) at 5 a.m. — the 1,500 '
+          'THE-an "a" 北京大学 isn\'t ain\'t cannot naïve NAÏVE ‘Tea’… then')
+
+
+@needs_punkt
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_span_probability_tokenizes_only_spans_that_can_match_and_sums_the_same(seed):
+    """Spans whose letters and digits differ from ŷ's (article letters aside) are skipped untokenized; the
+    sum is bit for bit the one that tokenizes every span, for every span text of the passage as ŷ."""
+    offsets = [(m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", TRICKY)]
+    builder = TableBuilder("span", token_types=False)
+    for first in (0, 10):  # two overlapping windows
+        span = offsets[first:first + 30]
+        builder.add([([0] * (FIRST + len(span) + 1), None)], span, [True] * len(span), question_index=0,
+                    passage_pos=FIRST, null_pos=0)
+    tbl = builder.build()
+    rng = np.random.default_rng(seed)
+    outputs = [{"start_logits": rng.normal(0, 3, FIRST + 31).astype(np.float32),
+                "end_logits": rng.normal(0, 3, FIRST + 31).astype(np.float32)} for _ in range(2)]
+    keys = {score_tokens(TRICKY[offsets[s][0]:offsets[e][1]]) for s in range(len(offsets))
+            for e in range(s, min(s + 4, len(offsets)))} - {()}
+    assert len(keys) > 80
+    for key in sorted(keys):
+        expected = every_span_probability(tbl, [0, 1], outputs, TRICKY, key, 6)
+        assert span_probability(tbl, [0, 1], outputs, TRICKY, key, 6) == expected, key

@@ -83,6 +83,7 @@ def test_span_run_directory(runs, capsys, tmp_path):
 
 
 def test_choice_model_folder_text_and_max_k(runs, capsys, tmp_path):
+    # --max_k: the earlier spelling of --max-k, kept as a hidden alias
     status, out, _ = faithfulness(capsys, runs["choice"] / "model", runs["choice_dev"], "--max_k", "2",
                                   "--output", tmp_path / "f.json", "--details", tmp_path / "d.jsonl")
     assert status == 0
@@ -115,8 +116,8 @@ def test_bad_input_is_one_line(runs, capsys, tmp_path):
     assert status == 2 and "holds no fine-tuned model" in err and err.count("\n") == 1
     status, _, err = faithfulness(capsys, runs["root"] / "bert", runs["span_dev"])
     assert status == 2 and "not a fine-tuned expmrc model" in err
-    status, _, err = faithfulness(capsys, runs["span"], runs["span_dev"], "--max_k", "0")
-    assert status == 2 and "--max_k must be at least 1" in err
+    status, _, err = faithfulness(capsys, runs["span"], runs["span_dev"], "--max-k", "0")
+    assert status == 2 and "--max-k must be at least 1" in err
     assert not (tmp_path / "d.jsonl").exists()
 
 
@@ -128,3 +129,21 @@ def test_edits_cut_whole_sentences_and_scores_follow_the_candidates():
     assert without_spans(passage, [(0, len(passage))]) == ""
     candidates = [{"start": 0, "end": 11, "probability": 0.5}, {"start": 4, "end": 20, "probability": 0.25}]
     assert sentence_scores(sentences, candidates) == [0.75, 0.25, 0.0]
+
+
+def test_a_question_the_windows_cannot_hold_is_named_with_the_dataset(tmp_path):
+    """The features' refusal (e.g. a question longer than the recorded --max_seq_length leaves room for) comes
+    back with the dataset's file in front, as the baseline scripts give it."""
+    from expmrc.data.datasets import load_dataset
+    from expmrc.decoding.faithfulness_run import run_faithfulness
+    from expmrc.errors import ExpmrcError
+
+    class Refusing:
+        kind, name = "span", "m"
+
+        def predict(self, questions):
+            raise ExpmrcError(f"question {questions[0].qid}: its 70 question tokens leave no room for the passage")
+
+    dataset = load_dataset(make_span_file(tmp_path / "dev.json", 2, seed=3))
+    with pytest.raises(ExpmrcError, match=f"^{tmp_path / 'dev.json'}: question .*: its 70 question tokens"):
+        run_faithfulness(Refusing(), dataset, 2, progress=False)

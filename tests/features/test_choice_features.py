@@ -191,6 +191,7 @@ def original_rows(tokenizer, question, max_seq_length, max_query_length):
     return made
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("subset", ["race", "c3"])
 @pytest.mark.parametrize("lengths", [(384, 64), (128, 64), (64, 16)])
 def test_rows_are_the_original_releases_on_dev_questions(subset, lengths):

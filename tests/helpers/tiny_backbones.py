@@ -2,8 +2,10 @@
 
 `make_tiny_backbone(kind, folder)` writes a folder that `AutoConfig`, `AutoTokenizer` and `AutoModel`
 load with no network: a fast tokenizer trained here with the `tokenizers` library on a few hundred
-dev-set passages (English and Chinese; a built-in text when `EXPMRC_DATA` is unset), wrapped in the
-transformers class the architecture uses on the Hub, and a randomly initialised 2-layer encoder.
+dev-set passages (English and Chinese; a built-in text when `EXPMRC_DATA` is unset), or on the texts a
+test gives (`texts=`: `texts_of(its training file)`, or `BUILT_IN_TEXTS`), so that what a learning test
+learns does not depend on the data being present, wrapped in the transformers class the architecture uses
+on the Hub, and a randomly initialised 2-layer encoder.
 
 The tokenizer pipelines are the ones the transformers classes rebuild when they load a folder (they
 keep the vocabulary, merges and post-processor of `tokenizer.json` but re-create the normalizer and
@@ -89,6 +91,8 @@ FALLBACK_CHINESE = (
     "喝绿茶，北方人更爱喝花茶。现在，喝茶已经成为很多外国朋友了解中国文化的一种方式。",
 )
 
+BUILT_IN_TEXTS = FALLBACK_ENGLISH + FALLBACK_CHINESE  # `corpus()` without data; tests that must not vary pass it
+
 _DEV_FILES = {"squad": 6, "race": 5, "cmrc2018": 4, "c3": 4}  # subset -> every n-th passage: 250 in all
 
 
@@ -112,7 +116,7 @@ def corpus() -> tuple[str, ...]:
         for passage, questions in _dev_passages(subset)[::step]:
             texts.append(passage)
             texts.append(" ".join(questions))
-    return tuple(texts) if texts else FALLBACK_ENGLISH + FALLBACK_CHINESE
+    return tuple(texts) if texts else BUILT_IN_TEXTS
 
 
 @functools.cache
@@ -223,15 +227,28 @@ def _canonical_pieces(pieces: list[list]) -> list[list]:
     return [[p, s] for p, s in sorted(scored.items(), key=lambda item: (-item[1], item[0]))]
 
 
-def make_tokenizer(kind: str, *, cased: bool = False, max_length: int = 512) -> TokenizersBackend:
-    """A fast transformers tokenizer of the kind's Hub class, trained on `corpus()`."""
+def texts_of(*paths: str | Path) -> tuple[str, ...]:
+    """The passages, questions and options of ExpMRC dataset files, for a tokenizer trained on a test's own data."""
+    from expmrc.data.datasets import ChoiceQuestion, load_dataset, passage_of
+
+    texts: list[str] = []
+    for path in paths:
+        for question in load_dataset(str(path)).questions:
+            options = question.options if isinstance(question, ChoiceQuestion) else []
+            texts += [passage_of(question), question.question, *options]
+    return tuple(dict.fromkeys(texts))  # passages repeat across their questions
+
+
+def make_tokenizer(kind: str, *, cased: bool = False, max_length: int = 512,
+                   texts: tuple[str, ...] | None = None) -> TokenizersBackend:
+    """A fast transformers tokenizer of the kind's Hub class, trained on `texts` (default `corpus()`)."""
     from transformers import (BertTokenizer, DebertaTokenizer, DebertaV2Tokenizer, RobertaTokenizer,
                               XLMRobertaTokenizer)
 
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; expected one of {KINDS}")
     trained_as = "bert" if kind == "electra" else kind  # same pipeline and special tokens: train once
-    model = json.loads(_trained_model_json(trained_as, cased, corpus()))
+    model = json.loads(_trained_model_json(trained_as, cased, corpus() if texts is None else tuple(texts)))
     specials = _SPECIALS[kind]
     common = {"model_max_length": max_length}
     if _FAMILY[kind] == _WORDPIECE:
@@ -275,8 +292,9 @@ def tiny_config(kind: str, tokenizer: TokenizersBackend, *, hidden: int = 32, la
 
 def make_tiny_backbone(kind: str, folder: Path, *, hidden: int = 32, layers: int = 2, heads: int = 4,
                        max_position: int = 512, dropout: float = 0.0, seed: int = 0, cased: bool = False,
-                       mlm_head: bool = False) -> Path:
-    """Write config, fast tokenizer and random weights (from `seed`) of a tiny `kind` encoder into `folder`."""
+                       mlm_head: bool = False, texts: tuple[str, ...] | None = None) -> Path:
+    """Write config, fast tokenizer (trained on `texts`, default `corpus()`) and random weights (from `seed`) of
+    a tiny `kind` encoder into `folder`."""
     # The weights are an AutoModel's (keys without the architecture prefix) or, with mlm_head=True, an
     # AutoModelForMaskedLM's (keys under `bert.`, `roberta.`, ... plus the MLM head), as most Hub checkpoints
     # are stored. cased=False lowercases where the tokenizer class can (LOWERCASING_KINDS).
@@ -285,7 +303,7 @@ def make_tiny_backbone(kind: str, folder: Path, *, hidden: int = 32, layers: int
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    tokenizer = make_tokenizer(kind, cased=cased, max_length=max_position)
+    tokenizer = make_tokenizer(kind, cased=cased, max_length=max_position, texts=texts)
     config = tiny_config(kind, tokenizer, hidden=hidden, layers=layers, heads=heads, max_position=max_position,
                          dropout=dropout)
     with torch.random.fork_rng(devices=[]):

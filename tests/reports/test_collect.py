@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import statistics
 from html.parser import HTMLParser
 from pathlib import Path
@@ -296,3 +297,17 @@ def test_html_page_links_every_scored_run_to_its_report(tmp_path, capsys):
     assert "CUDA out of memory" in index
     report = (out / "reports" / "squad_lambda_0.5_seed_1.html").read_text(encoding="utf-8")
     assert report.count('class="qrow"') == 4 and "ExpMRC run " in report
+
+
+def test_a_run_folder_whose_name_is_not_utf8_is_refused_before_anything_is_written(tmp_path, capsys):
+    squad = span_dataset(tmp_path)
+    runs = tmp_path / "runs"
+    make_run(runs / "ok", squad, "span", 0.01, 1, span_predictions([1, 1, 1, 0], [1, 1, 0, 0]))
+    odd = Path(os.fsdecode(os.fsencode(runs) + b"/seed-\xff"))  # a byte no UTF-8 text holds
+    make_run(odd, squad, "span", 0.1, 1, span_predictions([1, 1, 1, 1], [1, 1, 1, 1]))
+    out = tmp_path / "out"
+    assert cli_main(["collect", str(runs), "--output-dir", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {runs}/seed-\\xff: the folder's name is not valid UTF-8, so no table can name it; " \
+                  "rename it, or collect the folders beside it\n"
+    assert not out.exists()

@@ -16,6 +16,7 @@ from helpers.common import CHOICE_DATA, ROOT, SPAN_DATA, dev_set, needs_punkt
 from helpers.report_data import SPAN_PRED, SPAN_PRED_B
 
 from expmrc.data.datasets import load_dataset
+from expmrc.metrics.registry import select
 from expmrc.reports.html import build_report, load_submissions, quadrant_counts, render_report, utf16_offsets
 from expmrc.reports.pages import write_page
 
@@ -209,4 +210,30 @@ def test_a_comparison_of_two_submissions_on_a_full_dev_set(browser, tmp_path):
     expected = quadrant_counts(subs[1].report, 0.5, 0.5)["wrong-good"]
     assert shown(browser) == f"showing {expected} of {len(diffs)} questions" and expected > 0
     assert browser.screenshot(str(tmp_path / "compare.png")) > 1000
+    assert browser.errors == []
+
+
+def test_the_summary_and_paired_tables_fit_a_1280_pixel_window(browser, write_json, tmp_path):
+    """Every figure of the subsets' metrics, long submission paths and names, two submissions: at 1280 px the
+    tables fit and the page never scrolls sideways; the submissions line reads "A: …; B: …"."""
+    folder = tmp_path / ("a-rather-long-folder-name-for-the-submissions-of-this-comparison-" * 2)
+    folder.mkdir()
+    dataset = load_dataset(write_json("dev.json", SPAN_DATA))
+    paths = []
+    for name, entries in (("first-submission-with-a-long-name.json", SPAN_PRED), ("second.json", SPAN_PRED_B)):
+        paths.append(str(folder / name))
+        Path(paths[-1]).write_text(json.dumps(entries), encoding="utf-8")
+    subs = load_submissions(dataset, paths, select(None, dataset), ["the first system, long-named", "second"])
+    assert len(subs[0].report.extra_figures()) >= 9  # the figures that made the SQuAD table 1,990 px wide
+    page = str(tmp_path / "wide.html")
+    write_page(page, render_report(dataset, subs))
+    load(browser, page)
+    sizes = browser.evaluate("JSON.stringify({page: document.documentElement.scrollWidth, window: window.innerWidth, "
+                             "tables: ['summary-table', 'paired-table'].map(id => "
+                             "document.getElementById(id).getBoundingClientRect().right)})")
+    sizes = json.loads(sizes)
+    assert sizes["window"] == 1280 and sizes["page"] <= 1280, sizes
+    assert all(right <= 1280 for right in sizes["tables"]), sizes
+    names = browser.evaluate("document.querySelector('header .meta').textContent.replace(/\\s+/g, ' ')")
+    assert "long-named); B: " in names and " ;" not in names
     assert browser.errors == []

@@ -12,6 +12,7 @@ import pytest
 
 from expmrc.cli import main as cli_main
 from expmrc.data.datasets import load_dataset
+from expmrc.errors import ExpmrcError
 from expmrc.scoring import stats
 from expmrc.scoring.scorer import score
 from helpers.common import needs_punkt
@@ -201,3 +202,94 @@ def test_evaluate_refuses_zero_resamples(tmp_path, capsys):
     path.write_text(json.dumps({q.qid: {"answer": "A", "evidence": "x"} for q in dataset.questions}), encoding="utf-8")
     assert cli_main(["evaluate", dataset.path, str(path), "--ci", "--ci-resamples", "0"]) == 2
     assert "--ci-resamples" in capsys.readouterr().err
+
+
+def starred(text: str) -> dict[str, tuple[float, float, bool]]:
+    """`expmrc compare`'s rows as score -> (interval low, high, starred)."""
+    rows = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 7 and parts[4].startswith("["):
+            rows[parts[0]] = (float(parts[4].strip("[,")), float(parts[5].strip("]")), parts[-1] == "*")
+    return rows
+
+
+@pytest.mark.parametrize("test", stats.TESTS)
+def test_the_mark_follows_the_interval_beside_it_whatever_p_says(tmp_path, capsys, test):
+    """Pairs of close submissions: at least one p falls below 0.05 with 0 in the interval, or above it with 0
+    outside (the two measure different things); the * is where the interval excludes 0, never elsewhere."""
+    dataset = choice_dataset(tmp_path, 60)
+    disagreements = 0
+    for seed in range(12):
+        base, system = random_report(dataset, 100 + seed), random_report(dataset, 200 + seed, accuracy=0.75)
+        for key, d in stats.compare(base, system, test, stats.Resampling(resamples=400), trials=400).items():
+            assert d.ci is not None and d.significant == (d.ci[0] > 0 or d.ci[1] < 0), key
+            disagreements += d.significant != (d.p < 0.05)
+    assert disagreements > 0
+    paths = []
+    for k, accuracy in enumerate((0.6, 0.75)):
+        rng = random.Random(k + 7)
+        sub = submission(dataset, [rng.random() < accuracy for _ in range(60)],
+                         [rng.choice(["The sky is blue.", "Snow is white."]) for _ in range(60)])
+        paths.append(str(tmp_path / f"s{k}.json"))
+        (tmp_path / f"s{k}.json").write_text(json.dumps(sub), encoding="utf-8")
+    assert cli_main(["compare", dataset.path, *paths, "--test", test, "--metrics", ""]) == 0
+    rows = starred(capsys.readouterr().out)
+    assert set(rows) == {"ALL_F1", "ANS_F1", "EVI_F1", "ANS_EM"}
+    assert all(star == (low > 0 or high < 0) for low, high, star in rows.values()), rows
+
+
+@pytest.mark.parametrize("value", ["1e-12", "0.4", "0.9995", "1", "nan"])
+def test_a_confidence_outside_half_to_0_999_is_one_line(tmp_path, capsys, value):
+    dataset = choice_dataset(tmp_path, 10)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({q.qid: {"answer": "A", "evidence": "x"} for q in dataset.questions}), encoding="utf-8")
+    for argv in (["evaluate", dataset.path, str(path), "--ci"], ["compare", dataset.path, str(path), str(path)]):
+        assert cli_main(argv + ["--confidence", value]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "--confidence" in err and "from 0.5 to 0.999" in err
+    with pytest.raises(ExpmrcError, match="from 0.5 to 0.999"):
+        stats.Resampling(confidence=float(value))
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.999])
+@pytest.mark.parametrize("resamples", [1, 2, 3, 1000])
+def test_intervals_are_never_inverted(tmp_path, confidence, resamples):
+    report = random_report(choice_dataset(tmp_path, 40), 12)
+    for key, span in stats.intervals(report, stats.Resampling(resamples, 5, confidence)).items():
+        assert span is None or span[0] <= span[1], (key, span)
+    other = random_report(choice_dataset(tmp_path, 40), 13)
+    for key, d in stats.compare(report, other, settings=stats.Resampling(resamples, 5, confidence)).items():
+        assert d.ci is None or d.ci[0] <= d.ci[1], (key, d)
+
+
+def test_chunked_draws_give_the_figures_of_one_matrix(tmp_path, monkeypatch):
+    """Resamples and trials drawn a few rows at a time are the rows of one (B, n) draw: same figures."""
+    dataset = choice_dataset(tmp_path, 45)
+    base, system = random_report(dataset, 14), random_report(dataset, 15, accuracy=0.8)
+    settings = stats.Resampling(resamples=500, seed=21)
+    whole = (stats.intervals(base, settings), stats.compare(base, system, "bootstrap", settings),
+             stats.compare(base, system, "randomization", settings, trials=700))
+    monkeypatch.setattr(stats, "CHUNK_DRAWS", 45 * 7 + 3)  # 7 rows at a time, a short last chunk
+    chunked = (stats.intervals(base, settings), stats.compare(base, system, "bootstrap", settings),
+               stats.compare(base, system, "randomization", settings, trials=700))
+    assert chunked == whole
+
+
+@pytest.mark.parametrize("test", stats.TESTS)
+def test_many_resamples_and_trials_run_in_bounded_memory(tmp_path, test):
+    """200,000 resamples (or trials) of 300 questions: 6·10⁷ draws, 480 MB as one float matrix; in chunks the
+    peak stays under 64 MB (numpy reports its allocations to tracemalloc)."""
+    import tracemalloc
+
+    dataset = choice_dataset(tmp_path, 300)
+    base, system = random_report(dataset, 16), random_report(dataset, 17)
+    tracemalloc.start()
+    try:
+        result = stats.compare(base, system, test, stats.Resampling(resamples=200_000 if test == "bootstrap" else 10),
+                               trials=200_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20, peak / 2**20
+    assert 0 < result["ANS_F1"].p <= 1

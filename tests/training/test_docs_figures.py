@@ -8,7 +8,7 @@ import sys
 import pytest
 from helpers.common import ROOT, dev_set, environment, needs_punkt
 
-pytestmark = [needs_punkt, pytest.mark.slow]
+pytestmark = [needs_punkt, pytest.mark.slow, pytest.mark.data]
 FIGURES = re.compile(r"answer F1 ([\d.]+), evidence F1 ([\d.]+), overall ([\d.]+) \(501 questions\)")
 
 
