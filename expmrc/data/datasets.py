@@ -91,9 +91,8 @@ def resolve_dataset_path(name_or_path: str) -> str:
         )
     if not os.path.lexists(name_or_path) and not any(c in name_or_path for c in "./\\"):  # a word: a subset meant
         raise ExpmrcError(f"{name_or_path}: unknown subset, and no such dataset file; the subsets are "
-                          f"{', '.join(SUBSETS)}")
+                          f"{', '.join(subsets.names())}")
     return name_or_path
-
 
 
 def load_dataset(path: str, subset: str | None = None, kind: str | None = None,

@@ -135,7 +135,7 @@ def test_a_question_the_windows_cannot_hold_is_named_with_the_dataset(tmp_path):
     """The features' refusal (e.g. a question longer than the recorded --max_seq_length leaves room for) comes
     back with the dataset's file in front, as the baseline scripts give it."""
     from expmrc.data.datasets import load_dataset
-    from expmrc.decoding.faithfulness_run import run_faithfulness
+    from expmrc.inference.faithfulness_run import run_faithfulness
     from expmrc.errors import ExpmrcError
 
     class Refusing:
