@@ -12,7 +12,7 @@ from expmrc.data import subsets
 DESCRIPTION = """\
 Re-predict a dataset on edited passages with a fine-tuned model (a run directory of either baseline,
 or its model/ folder) and report how its answers depend on its own evidence (docs/coupling.md):
-  FARM(k)            c_rel(k) / (1 + c_irr(k)), k = 1..--max_k: c_rel the share of all questions whose
+  FARM(k)            c_rel(k) / (1 + c_irr(k)), k = 1..--max-k: c_rel the share of all questions whose
                      answer changes when up to k facts (sentences) overlapping the predicted evidence
                      are deleted, most evidence-like first; c_irr the same for the other sentences
   comprehensiveness  p(answer | passage) - p(answer | passage without the evidence)

@@ -212,7 +212,7 @@ def read_farm(run_dir: str, questions: int) -> tuple[float | None, str]:
     except (ExpmrcError, KeyError, TypeError) as exc:
         return None, f"{path}: not a faithfulness record ({exc}), so no FARM(4)"
     if 4 not in farm:
-        return None, f"{path}: has no FARM(4) (written with --max_k below 4)"
+        return None, f"{path}: has no FARM(4) (written with --max-k below 4)"
     if count != questions:
         return None, f"{path}: covers {count} questions, the predictions {questions}, so no FARM(4)"
     return farm_value(path, farm[4]), ""
