@@ -44,12 +44,17 @@ class Abandoned(Exception):
 def public_url(url: str) -> str:
     """A URL normalised (lower-case scheme and host, no default port, no trailing slash) and without user
     info, query or fragment: fit to print, record and key the cache by (no secret rides along)."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # an unclosed IPv6 bracket, say: nothing of it is fit to print
+        return "(not a URL)"
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
+    if ":" in host:  # an IPv6 address keeps its brackets
+        host = f"[{host}]"
     try:
         port = parts.port
-    except ValueError:  # a port that is not a number: kept out, the client refuses the URL itself
+    except ValueError:  # a port that is not a number: kept out (check_base_url refuses such a URL)
         port = None
     if port and port != _DEFAULT_PORTS.get(scheme):
         host = f"{host}:{port}"
@@ -294,10 +299,21 @@ class BackendKind:
     remote: bool
 
 
+def check_base_url(url: str) -> None:
+    """Refuse in one line a --base-url that is no http(s) URL with a host and a port from 0 to 65535 (the
+    client's own URL parser would end in a traceback)."""
+    try:
+        parts = urlsplit(url.strip())
+        _ = parts.port  # reading it checks it
+    except ValueError as exc:
+        raise ExpmrcError(f"--base-url {public_url(url)!r}: not a URL ({exc})") from None
+    if parts.scheme.lower() not in _DEFAULT_PORTS or not parts.hostname:
+        raise ExpmrcError(f"--base-url {public_url(url)!r}: expected an http:// or https:// URL with a host")
+
+
 def _openai_backend(settings: LLMConfig) -> OpenAIBackend:
     """An endpoint at --base-url; the API key comes from the environment only."""
-    if not settings.base_url.startswith(("http://", "https://")):
-        raise ExpmrcError(f"--base-url {settings.base_url!r}: expected an http:// or https:// URL")
+    check_base_url(settings.base_url)
     return OpenAIBackend(settings.base_url, os.environ.get(settings.api_key_env, ""), settings.retries,
                          settings.timeout, settings.backoff, settings.api_key_env)
 

@@ -145,6 +145,10 @@ def test_an_unreachable_endpoint_is_one_line_after_the_retries(tmp_path, capsys)
     (["--temperature", "inf"], "--temperature"),
     (["--shots", "2"], "--shots-file"),
     (["--base-url", "ftp://127.0.0.1/v1"], "--base-url"),
+    (["--base-url", "http://127.0.0.1:abc/v1"], "--base-url"),  # the client's parser raised its own error
+    (["--base-url", "http://127.0.0.1:99999/v1"], "--base-url"),
+    (["--base-url", "http://[::1/v1"], "--base-url"),
+    (["--base-url", "https://"], "--base-url"),
 ])
 def test_bad_flags_are_one_line(tmp_path, capsys, flags, names):
     path = write_dataset(tmp_path, "squad")

@@ -112,6 +112,8 @@ def test_urls_are_normalised_without_secrets():
     assert public_url("https://api.example.com:443/v1") == "https://api.example.com/v1"
     assert public_url("http://127.0.0.1:8000/v1/") == "http://127.0.0.1:8000/v1"
     assert public_url("http://127.0.0.1:8000/openai/v1") != public_url("http://127.0.0.1:8000/v1")
+    assert public_url("http://u:pw@[::1]:8000/v1") == "http://[::1]:8000/v1"  # an address, brackets kept
+    assert public_url("http://[::1/v1?key=sk-1") == "(not a URL)"
 
 
 def test_the_weights_fingerprint_follows_content_size_and_mtime(tmp_path, monkeypatch):
