@@ -42,6 +42,8 @@ def read_system_prompt(value: str | None, merge: bool) -> SystemPrompt:
     """--system-prompt TEXT|FILE: a file that exists is read, anything else is the text itself."""
     if value is None:
         return SystemPrompt(merge=merge)
+    if os.path.isdir(value):
+        raise ExpmrcError(f"--system-prompt {value}: is a folder; give a file holding the system message, or the text")
     if os.path.isfile(value):
         try:
             text = Path(value).read_text(encoding="utf-8")

@@ -65,6 +65,7 @@ def test_a_tie_goes_to_the_better_grounded_answer(tmp_path):
     (["--samples", "3"], "--samples 3 at --temperature 0 would repeat the same reply 3 times"),
     (["--system-prompt", ""], "empty"),
     (["--system-prompt", "missing-file.txt"], "no such file"),
+    (["--system-prompt", "."], "is a folder"),  # not taken as the text "."
 ])
 def test_sample_and_system_flags_that_cannot_work_are_one_line_before_any_request(tmp_path, flags, says):
     path = write_dataset(tmp_path, "cmrc2018")
