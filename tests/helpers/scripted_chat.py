@@ -14,11 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-CHAT_TEMPLATE = (
-    "{% for message in messages %}<|{{ message['role'] }}|> {{ message['content'] }} <|end|> {% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|> {% endif %}"
-)
-SPECIAL = ["<pad>", "<unk>", "<|end|>", "<|system|>", "<|user|>", "<|assistant|>"]
+from helpers.tiny_chat import CHAT_TEMPLATE, SPECIAL, save_chat_model, tiny_llama
+
 OPEN, MIDDLE, CLOSE = '{"answer": "', '", "evidence": "', '"}'
 ANSWER = ["B", "Swiss", "Alps", "上", "海"]
 EVIDENCE = ["He", "bought", "three", "apples"]
@@ -31,7 +28,7 @@ def make_scripted_chat_model(folder: Path, seed: int = 0) -> Path:
     """Write the tokenizer (with its chat template) and the scripted weights into `folder`."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     words = SPECIAL + [w for w in SCRIPT if w not in SPECIAL]
     raw = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
@@ -42,11 +39,7 @@ def make_scripted_chat_model(folder: Path, seed: int = 0) -> Path:
     tokenizer.add_tokens([OPEN, MIDDLE, CLOSE])
     tokenizer.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=HIDDEN, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=8192,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                         bos_token_id=tokenizer.eos_token_id, tie_word_embeddings=False)
-    model = LlamaForCausalLM(config)
+    model = tiny_llama(tokenizer, hidden=HIDDEN, tie_word_embeddings=False)
     with torch.no_grad():
         for layer in model.model.layers:
             layer.self_attn.o_proj.weight.zero_()
@@ -56,9 +49,4 @@ def make_scripted_chat_model(folder: Path, seed: int = 0) -> Path:
         ids = [tokenizer.convert_tokens_to_ids(w) for w in SCRIPT]
         for current, following in zip(ids, ids[1:]):
             model.lm_head.weight[following, current] = 1.0
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_chat_model(model, tokenizer, folder)

@@ -8,6 +8,7 @@ write a complete submission.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|{{ message['role'] }}|> {{ message['content'] }} <|end|> {% endfor %}"
@@ -32,7 +33,7 @@ def make_tiny_chat_model(folder: Path, seed: int = 0, system_role: bool = True) 
     of a tiny Llama into `folder`."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     raw = Tokenizer(models.WordLevel(unk_token="<unk>"))
     raw.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -41,11 +42,22 @@ def make_tiny_chat_model(folder: Path, seed: int = 0, system_role: bool = True) 
                                         eos_token="<|end|>")
     tokenizer.chat_template = CHAT_TEMPLATE if system_role else NO_SYSTEM_TEMPLATE
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=8192,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                         bos_token_id=tokenizer.eos_token_id)
-    model = LlamaForCausalLM(config)
+    return save_chat_model(tiny_llama(tokenizer, hidden=16), tokenizer, folder)
+
+
+def tiny_llama(tokenizer: Any, hidden: int, **config: Any) -> Any:
+    """A 1-layer LlamaForCausalLM (random weights) over `tokenizer`'s vocabulary, ending at its end token."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    return LlamaForCausalLM(LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=32, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=8192,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.eos_token_id, **config))
+
+
+def save_chat_model(model: Any, tokenizer: Any, folder: Path) -> Path:
+    """Save the model (generating up to the tokenizer's end token) and its tokenizer into `folder`."""
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     folder.mkdir(parents=True, exist_ok=True)
