@@ -16,7 +16,6 @@ from expmrc.data.datasets import Dataset
 from expmrc.llm.parsing import Parsed
 from expmrc.metrics.leaderboard import score_tokens
 
-MAX_SAMPLES = 64
 # the order grounding statuses rank evidence in; any other status ranks after these
 STATUS_RANK = {"exact": 0, "normalized": 1, "fuzzy": 2, "altered": 4, "unverified": 5, "missing": 6}
 
