@@ -15,9 +15,10 @@ from typing import Any
 from expmrc.data.datasets import Dataset
 from expmrc.llm.parsing import Parsed
 from expmrc.metrics.leaderboard import score_tokens
+from expmrc.text.grounding import STATUSES, ground_submission
 
-# the order grounding statuses rank evidence in; any other status ranks after these
-STATUS_RANK = {"exact": 0, "normalized": 1, "fuzzy": 2, "altered": 4, "unverified": 5, "missing": 6}
+# evidence ranks by its grounding status, best first (grounding's own order); any other status after these
+STATUS_RANK = {status: rank for rank, status in enumerate(STATUSES)}
 
 
 def request_ids(qid: str, samples: int) -> list[str]:
@@ -42,14 +43,12 @@ def answer_key(answer: str, kind: str) -> str:
 def evidence_rank(detail: dict[str, Any] | None) -> tuple[int, float]:
     """Lower is better grounded: the status's rank, then the higher score."""
     record = (detail or {}).get("evidence") or {}
-    return STATUS_RANK.get(record.get("status", "missing"), 3), -float(record.get("score") or 0.0)
+    return STATUS_RANK.get(record.get("status", "missing"), len(STATUS_RANK)), -float(record.get("score") or 0.0)
 
 
 def sample_grounding(dataset: Dataset, asked: dict[str, list[str]], parsed: dict[str, Parsed],
                      samples: int) -> dict[str, dict[str, Any]]:
     """Each request's grounding details, grounding each sample's replies as one submission."""
-    from expmrc.text.grounding import ground_submission
-
     details: dict[str, dict[str, Any]] = {}
     for i in range(samples):
         submission = {qid: {"answer": parsed[rids[i]].answer, "evidence": parsed[rids[i]].evidence}
