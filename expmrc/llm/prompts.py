@@ -57,14 +57,20 @@ def register(template: PromptTemplate) -> PromptTemplate:
     return TEMPLATES.add(template.name, template)
 
 
+# The JSON reply every template asks for, per task and language.
+SPAN_JSON_EN = ('{"answer": "<the shortest passage span that answers the question>", '
+                '"evidence": "<the supporting sentence(s), copied verbatim from the passage>"}')
+CHOICE_JSON_EN = ('{"answer": "<the letter of the correct option>", '
+                  '"evidence": "<the supporting sentence(s), copied verbatim from the passage>"}')
+SPAN_JSON_ZH = '{"answer": "<文章中能回答问题的最短片段>", "evidence": "<支持答案的句子，从文章中逐字照抄>"}'
+CHOICE_JSON_ZH = '{"answer": "<正确选项的字母>", "evidence": "<支持答案的句子，从文章中逐字照抄>"}'
+
 register(PromptTemplate(
     name="span-en-v1", version=1, task="span", language="en",
     system="You answer reading comprehension questions. The answer is a short span copied from the passage. "
            "Also quote, word for word, the passage sentence(s) that support the answer.",
     user="Passage:\n{{ passage }}\n\nQuestion: {{ question }}\n\n"
-         "Reply with JSON only, no other text: "
-         '{"answer": "<the shortest passage span that answers the question>", '
-         '"evidence": "<the supporting sentence(s), copied verbatim from the passage>"}',
+         "Reply with JSON only, no other text: " + SPAN_JSON_EN,
 ))
 register(PromptTemplate(
     name="choice-en-v1", version=1, task="choice", language="en",
@@ -72,33 +78,23 @@ register(PromptTemplate(
            "Also quote, word for word, the passage sentence(s) that support the answer.",
     user="Passage:\n{{ passage }}\n\nQuestion: {{ question }}\n\nOptions:\n"
          "{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
-         "Reply with JSON only, no other text: "
-         '{"answer": "<the letter of the correct option>", '
-         '"evidence": "<the supporting sentence(s), copied verbatim from the passage>"}',
+         "Reply with JSON only, no other text: " + CHOICE_JSON_EN,
 ))
 register(PromptTemplate(
     name="span-zh-v1", version=1, task="span", language="zh",
     system="你是阅读理解答题助手。答案是从文章中原样摘取的一个简短片段。同时请逐字引用文章中支持该答案的句子。",
     user="文章：\n{{ passage }}\n\n问题：{{ question }}\n\n"
-         "只回复 JSON，不要其他内容："
-         '{"answer": "<文章中能回答问题的最短片段>", "evidence": "<支持答案的句子，从文章中逐字照抄>"}',
+         "只回复 JSON，不要其他内容：" + SPAN_JSON_ZH,
 ))
 register(PromptTemplate(
     name="choice-zh-v1", version=1, task="choice", language="zh",
     system="你是阅读理解选择题答题助手。同时请逐字引用文章中支持该答案的句子。",
     user="文章：\n{{ passage }}\n\n问题：{{ question }}\n\n选项：\n"
          "{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
-         "只回复 JSON，不要其他内容："
-         '{"answer": "<正确选项的字母>", "evidence": "<支持答案的句子，从文章中逐字照抄>"}',
+         "只回复 JSON，不要其他内容：" + CHOICE_JSON_ZH,
 ))
 
 # Chain of thought: the same questions, the reasoning first, the JSON object last (and nothing after it).
-SPAN_JSON_EN = ('{"answer": "<the shortest passage span that answers the question>", '
-                '"evidence": "<the supporting sentence(s), copied verbatim from the passage>"}')
-CHOICE_JSON_EN = ('{"answer": "<the letter of the correct option>", '
-                  '"evidence": "<the supporting sentence(s), copied verbatim from the passage>"}')
-SPAN_JSON_ZH = '{"answer": "<文章中能回答问题的最短片段>", "evidence": "<支持答案的句子，从文章中逐字照抄>"}'
-CHOICE_JSON_ZH = '{"answer": "<正确选项的字母>", "evidence": "<支持答案的句子，从文章中逐字照抄>"}'
 register(PromptTemplate(
     name="span-en-cot-v1", version=1, task="span", language="en", reasoning=True,
     system="You answer reading comprehension questions. The answer is a short span copied from the passage. "
