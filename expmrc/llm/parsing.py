@@ -174,11 +174,6 @@ def letter_of(answer: str, options: list[str]) -> tuple[str | None, str]:
     return LABELS[owner], ""
 
 
-def choice_letter(answer: str, options: list[str]) -> str | None:
-    """The option letter an answer names (see `letter_of`), or None."""
-    return letter_of(answer, options)[0]
-
-
 def _text_value(value: object) -> list[str]:
     """The answers a JSON value states: a string or number; each element of a list; a letter or text key."""
     if isinstance(value, bool) or value is None:

@@ -14,7 +14,7 @@ from helpers.reply_corpus import STYLES, cases, same_quote
 
 from expmrc.data.datasets import LABELS, load_dataset
 from expmrc.llm.jsonscan import MAX_DEPTH, scan
-from expmrc.llm.parsing import EVIDENCE_KEYS, choice_letter, letter_of, parse_reply, strip_reasoning
+from expmrc.llm.parsing import EVIDENCE_KEYS, letter_of, parse_reply, strip_reasoning
 
 OPTIONS_EN = ["Three pears", "Three apples and bread", "Only bread", "Nothing"]
 OPTIONS_ZH = ["走路", "坐公交车", "骑自行车", "坐地铁"]
@@ -102,8 +102,8 @@ def test_reasoning_is_dropped_even_when_the_template_opened_it():
 
 
 def test_ambiguous_option_text_names_no_letter():
-    assert choice_letter("apples", ["red apples", "green apples"]) is None
-    assert choice_letter("red apples", ["red apples", "green apples"]) == "A"
+    assert letter_of("apples", ["red apples", "green apples"])[0] is None
+    assert letter_of("red apples", ["red apples", "green apples"])[0] == "A"
 
 
 @pytest.mark.parametrize("case", cases(STYLES), ids=lambda c: c.style)
@@ -124,7 +124,7 @@ RACE_LIKE = ["A clerk.", "A teacher.", "An actor.", "a nurse"]
     ("A because she works at a bank", "A"), ("B whatever follows", "B"), ("C  (the third)", "C"),
 ])
 def test_option_text_is_matched_before_a_leading_letter_like_word(answer, letter):
-    assert choice_letter(answer, RACE_LIKE) == letter
+    assert letter_of(answer, RACE_LIKE)[0] == letter
     assert parse_reply(f'{{"answer": "{answer}", "evidence": "x"}}', RACE_LIKE).answer == letter
 
 
