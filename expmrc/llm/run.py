@@ -118,9 +118,7 @@ def check_outputs(args: LLMConfig, inputs: list[str]) -> None:
     if args.export_batch:
         check_output_path(args.export_batch, "file", inputs)
         return
-    if not args.output:
-        raise ExpmrcError("--output RUN_DIR is required (unless --export-batch)")
-    target = check_output_path(args.output, "dir")
+    target = check_output_path(args.run_dir, "dir")  # run_dir: --output, required here
     if target.resolve() in (Path.cwd().resolve(), *Path.cwd().resolve().parents):
         raise ExpmrcError(f"--output {args.output}: is the current folder or one above it; RUN_DIR is replaced "
                           "whole when the run ends, so give a folder of its own (e.g. runs/NAME)")
