@@ -475,9 +475,9 @@ def _usable(statements: list[Statement], options: list[str] | None) -> tuple[lis
     return usable, why
 
 
-def _evidence(final: Statement, found: _Found) -> str:
-    """The evidence stated with the final answer, else the last one stated, else the last quotation."""
-    if final.evidence:
+def _evidence(final: Statement | None, found: _Found) -> str:
+    """The evidence stated with the final answer (if any), else the last one stated, else the last quotation."""
+    if final is not None and final.evidence:
         return final.evidence
     for quotes in (found.quotes, found.weak_quotes):
         if quotes:
@@ -525,9 +525,8 @@ def parse_reply(reply: str | None, options: list[str] | None = None) -> Parsed:
         else:
             why = f"lines name options {', '.join(letters)} and no answer is stated"
     if not usable:
-        evidence = max(found.quotes + found.weak_quotes, key=lambda q: q[0])[1] if found.quotes + found.weak_quotes else ""
         why = why or "no JSON object with an answer, no answer statement (`Answer:`, `答案：`, `选C`)"
-        return Parsed("", evidence, "failed", "; ".join([why, *notes]))
+        return Parsed("", _evidence(None, found), "failed", "; ".join([why, *notes]))
     final, answer = usable[-1]
     stated = list(dict.fromkeys(a if options is not None else fold(a) for _, a in usable))
     if len(stated) > 1:

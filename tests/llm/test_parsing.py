@@ -96,6 +96,13 @@ def test_unusable_replies_fail_softly(reply, options):
     assert parsed.status == "failed" and parsed.answer == "" and parsed.note
 
 
+def test_a_failed_reply_keeps_its_evidence_by_the_same_rule_as_a_read_one():
+    stated_then_quoted = 'Evidence: "It began to rain."\nThe passage says "Tom ran home."'
+    assert parse_reply(stated_then_quoted + "\nAnswer: Tom").evidence == "It began to rain."
+    failed = parse_reply(stated_then_quoted)  # no answer: the labelled quote still wins over the later one
+    assert (failed.status, failed.evidence) == ("failed", "It began to rain.")
+
+
 def test_reasoning_is_dropped_even_when_the_template_opened_it():
     assert strip_reasoning("step one, step two</think>\nAnswer: B") == "Answer: B"
     assert strip_reasoning("<THINK>a</THINK>b<think>c</think>d") == "bd"
