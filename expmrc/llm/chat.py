@@ -87,8 +87,7 @@ def render(template: PromptTemplate, question: Question, language: str, shots: l
 
 
 def build_requests(questions: list[Question], template: PromptTemplate, language: str, shots: list[Shot],
-                   model: str, sampling: Sampling, structured: bool,
-                   system: SystemPrompt = SystemPrompt()) -> dict[str, dict[str, Any]]:
+                   model: str, sampling: Sampling, structured: bool, system: SystemPrompt) -> dict[str, dict[str, Any]]:
     """The chat-completions body of every request, by request id (see samples.request_ids); template errors
     surface here, before any request."""
     requests = {}

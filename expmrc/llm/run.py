@@ -10,7 +10,7 @@ import json
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ class Prepared:
     sampling: Sampling
     structured: bool
     requests: dict[str, dict[str, Any]]
-    system: SystemPrompt = field(default_factory=SystemPrompt)
+    system: SystemPrompt
 
     @property
     def asked(self) -> dict[str, list[str]]:
