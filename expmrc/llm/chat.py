@@ -21,11 +21,11 @@ from expmrc.llm.shots import Shot
 class Sampling:
     """The sampling parameters sent with every request (and part of the cache key); `samples` per question."""
 
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = 512
-    seed: int = 0
-    samples: int = 1
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed: int
+    samples: int
 
 
 @dataclass(frozen=True)
