@@ -49,8 +49,12 @@ class NoCheckBackend(GoldBackend):
         return super().__getattribute__(name)
 
 
-def register(monkeypatch, name: str, backend: object) -> None:
+def run_with(monkeypatch, tmp_path, name: str, backend: object) -> tuple[int, str]:
+    """`expmrc llm --backend NAME` on the CMRC-2018-like dataset, `backend` registered as NAME: (status, stderr)."""
     monkeypatch.setitem(BACKENDS, name, BackendKind(lambda settings: backend, remote=False, summary=f"{name} replies"))
+    status, _, err = run_cli(["llm", str(tmp_path / "expmrc-cmrc2018-dev.json"), "--model", "m", "--backend", name,
+                              "--no-cache", "--quiet", "--output", str(tmp_path / "run")])
+    return status, err
 
 
 def test_the_contract_is_the_protocols_members():
@@ -60,11 +64,8 @@ def test_the_contract_is_the_protocols_members():
 
 @needs_punkt
 def test_a_backend_with_the_contracts_members_runs_end_to_end(tmp_path, monkeypatch):
-    dataset = write_dataset(tmp_path, "cmrc2018")
-    backend = GoldBackend(dataset)
-    register(monkeypatch, "gold", backend)
-    status, _, err = run_cli(["llm", dataset, "--model", "m", "--backend", "gold", "--no-cache", "--quiet",
-                              "--output", str(tmp_path / "run")])
+    backend = GoldBackend(write_dataset(tmp_path, "cmrc2018"))
+    status, err = run_with(monkeypatch, tmp_path, "gold", backend)
     assert status == 0, err
     assert len(backend.checked) == 1  # the first request, checked before any is sent
     scores = read_run(tmp_path / "run", "scores.json")
@@ -74,10 +75,6 @@ def test_a_backend_with_the_contracts_members_runs_end_to_end(tmp_path, monkeypa
 
 
 def test_a_backend_missing_a_member_is_one_line_before_any_request(tmp_path, monkeypatch):
-    dataset = write_dataset(tmp_path, "cmrc2018")
-    backend = NoCheckBackend(dataset)
-    register(monkeypatch, "partial", backend)
-    status, _, err = run_cli(["llm", dataset, "--model", "m", "--backend", "partial", "--no-cache", "--quiet",
-                              "--output", str(tmp_path / "run")])
+    status, err = run_with(monkeypatch, tmp_path, "partial", NoCheckBackend(write_dataset(tmp_path, "cmrc2018")))
     assert_refused(status, err, "--backend partial: NoCheckBackend lacks device, check, which every backend has")
     assert not (tmp_path / "run").exists()
