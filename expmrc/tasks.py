@@ -7,7 +7,9 @@ The defaults are the original scripts' own (run_se_mrc.py and run_mc_mrc.py: 384
 `TaskSettings` once (`expmrc.training.flags.parse_config`); run_info.json and the fine-tuned folder's config.json
 record it (`as_dict`), and anything that re-predicts reads it back (`TaskSettings.from_record`), so a
 saved model always predicts with the windows and decoding lengths it was trained with. A new task kind
-(yes/no, generative) is one more `TaskSpec` in `TASKS`.
+(yes/no, generative) is one more `TaskSpec` in `TASKS` for the model's side (windows, model, decoding); reading
+its data, scoring it, finding its evidence, prompting for it and grounding it branch on `span`/`choice` and each
+need a case of their own.
 """
 
 from __future__ import annotations

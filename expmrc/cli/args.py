@@ -1,11 +1,20 @@
-"""Flag types that refuse, while parsing, numbers a command cannot use (argparse prints them in one line)."""
+"""Flag types that refuse, while parsing, numbers a command cannot use (argparse prints them in one line), and
+the lists of registered choices that --help pages print."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import textwrap
 from collections.abc import Callable
 from typing import Any
+
+
+def listing(rows: list[tuple[str, str]], width: int = 100) -> str:
+    """Help lines for named choices: each name, then its summary two spaces after the longest name, wrapped."""
+    column = 2 + max(len(name) for name, _ in rows) + 2
+    return "\n".join(textwrap.fill(summary, width, initial_indent=f"  {name:<{column - 2}}",
+                                    subsequent_indent=" " * column) for name, summary in rows)
 
 
 def number_in(low: float, high: float) -> Callable[[str], float]:

@@ -5,26 +5,25 @@ from __future__ import annotations
 import argparse
 import sys
 
+from expmrc.cli.args import listing
 from expmrc.data import subsets
+from expmrc.evidence.extract import METHODS
 
-DESCRIPTION = """\
+
+def method_name(name: str) -> str:
+    """A registered method's name with its aliases: `idf-window (= best)`."""
+    aliases = [alias for alias in METHODS.aliases if METHODS.canonical(alias) == name]
+    return f"{name} (= {', '.join(aliases)})" if aliases else name
+
+
+DESCRIPTION = f"""\
 Pick one evidence span per question with an unsupervised method and write a submission
-({qid: {"answer", "evidence"}}) that `expmrc evaluate` and eval_expmrc.py score. Answers come from
---answers (a submission or {qid: answer}; an optional "answer_start" pins a span), or, when it is
+({{qid: {{"answer", "evidence"}}}}) that `expmrc evaluate` and eval_expmrc.py score. Answers come from
+--answers (a submission or {{qid: answer}}; an optional "answer_start" pins a span), or, when it is
 not given, from the dataset's gold answers (and the command says so).
 
 methods:
-  most-similar            the sentence with the highest token F1 to the answer text (the chosen
-                          option's text for multiple choice)
-  most-similar-question   the same with question + answer text as the key
-  answer-sentence         (span subsets) the sentence holding the answer, at answer_start when
-                          known, else its first occurrence
-  gold-answer-sentence    oracle: the sentence holding the first occurrence of a gold answer;
-                          for multiple choice the sentence most similar to question + gold
-                          option (the definitions that reproduce the paper's Table 4)
-  gold-evidence-sentence  oracle: the sentence covering the most of a gold evidence
-  idf-window (= best)     IDF-weighted F2 over windows of sentences and clauses, anchored on the
-                          answer for span subsets, contrasting the options for multiple choice
+{listing([(method_name(name), method.summary) for name, method in METHODS.items()])}
 
 Baselines split sentences by the `simple` rule, idf-window by the `refined` one (--sentences
 overrides). When the dataset has evidences, the evidence F1 of what was written is printed.

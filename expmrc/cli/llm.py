@@ -8,6 +8,7 @@ import sys
 import time
 
 from expmrc.cli.args import integer_in, number_in
+from expmrc.data import subsets
 from expmrc.llm.backends import BACKENDS
 from expmrc.llm.config import LLMConfig
 from expmrc.llm.prompts import TEMPLATES
@@ -62,15 +63,17 @@ def price(text: str) -> tuple[float, float]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("subset", metavar="SUBSET", help="squad, cmrc2018, race, c3 (the dev set) or a dataset file")
+    """The flags, whose defaults are `LLMConfig`'s (one set of defaults, as the training flags read `TrainConfig`'s)."""
+    config = LLMConfig(subset="", model="")
+    parser.add_argument("subset", metavar="SUBSET", help=f"{', '.join(subsets.names())} (the dev set) or a dataset file")
     parser.add_argument("--model", required=True, help="model name at the endpoint, or a local folder (--backend transformers)")
     parser.add_argument("--output", metavar="RUN_DIR", help="the run folder to write (required unless --export-batch)")
     parser.add_argument("--overwrite", action="store_true", help="replace a RUN_DIR that exists")
-    parser.add_argument("--backend", choices=BACKENDS.names(), default="openai",
-                        help="openai: an OpenAI-compatible endpoint (default); transformers: a local causal LM")
-    parser.add_argument("--base-url", default="https://api.openai.com/v1",
-                        help="the endpoint's URL, up to /v1 (default %(default)s)")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+    parser.add_argument("--backend", choices=BACKENDS.names(), default=config.backend,
+                        help="; ".join(f"{name}: {kind.summary}" for name, kind in BACKENDS.items())
+                        + " (default %(default)s)")
+    parser.add_argument("--base-url", default=config.base_url, help="the endpoint's URL, up to /v1 (default %(default)s)")
+    parser.add_argument("--api-key-env", default=config.api_key_env, metavar="VAR",
                         help="environment variable holding the API key (default %(default)s; unset is fine for local servers)")
     parser.add_argument("--template", choices=tuple(TEMPLATES), help="a registered prompt template (see above)")
     parser.add_argument("--prompt", metavar="FILE", help="a Jinja2 template of your own for the user message; "
@@ -80,30 +83,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-system", action="store_true",
                         help="send no system turn: its text goes at the head of the first user turn (for chat "
                              "templates without a system role)")
-    parser.add_argument("--structured", choices=("auto", "off"), default="auto",
+    parser.add_argument("--structured", choices=("auto", "off"), default=config.structured,
                         help="auto: ask for JSON by response_format and a JSON schema, dropped if the server "
-                             "refuses it; off: never (default auto)")
-    parser.add_argument("--shots", type=integer_in(0, 64), default=0, metavar="K", help="few-shot examples (default 0)")
+                             "refuses it; off: never (default %(default)s)")
+    parser.add_argument("--shots", type=integer_in(0, 64), default=config.shots, metavar="K",
+                        help="few-shot examples (default %(default)s)")
     parser.add_argument("--shots-file", metavar="FILE", help="labelled examples to draw from (e.g. `expmrc pseudo` output)")
     parser.add_argument("--allow-dev-shots", action="store_true",
                         help="accept examples from the dev set being scored; the run is marked as using it")
-    parser.add_argument("--seed", type=integer_in(0, 2**31 - 1), default=0, help="seed for shots and sampling (default 0)")
-    parser.add_argument("--temperature", type=number_in(0.0, 2.0), default=0.0, help="0 to 2 (default 0: greedy)")
-    parser.add_argument("--samples", type=integer_in(1, 64), default=1, metavar="N",
+    parser.add_argument("--seed", type=integer_in(0, 2**31 - 1), default=config.seed,
+                        help="seed for shots and sampling (default %(default)s)")
+    parser.add_argument("--temperature", type=number_in(0.0, 2.0), default=config.temperature,
+                        help="0 to 2, 0 being greedy (default %(default)g)")
+    parser.add_argument("--samples", type=integer_in(1, 64), default=config.samples, metavar="N",
                         help="replies per question, 1 to 64, voted by majority (self-consistency; needs --temperature "
-                             "above 0; default 1)")
-    parser.add_argument("--top-p", type=number_in(0.0, 1.0), default=1.0, help="nucleus sampling, 0 to 1 (default 1)")
-    parser.add_argument("--max-tokens", type=integer_in(1, 131072), default=512, help="reply length limit (default 512)")
-    parser.add_argument("--concurrency", type=integer_in(1, 1024), default=8,
-                        help="requests in flight at once, 1 to 1024 (default 8; the transformers backend batches instead)")
-    parser.add_argument("--batch-size", type=integer_in(1, 1024), default=8, help="questions per generate call (transformers; default 8)")
-    parser.add_argument("--device", default="auto", help="device for --backend transformers (default: cuda if there is one)")
-    parser.add_argument("--retries", type=integer_in(0, 20), default=5,
-                        help="retries on 429, 5xx, timeouts and refused connections, with exponential backoff (default 5)")
-    parser.add_argument("--backoff", type=number_in(0.0, 600.0), default=1.0, metavar="SECONDS",
-                        help="first retry's wait, doubled for each further retry (default 1; a Retry-After header wins)")
-    parser.add_argument("--timeout", type=number_in(1.0, 86400.0), default=600.0,
-                        help="seconds per request, and the longest Ctrl-C waits for requests in flight (default 600)")
+                             "above 0; default %(default)s)")
+    parser.add_argument("--top-p", type=number_in(0.0, 1.0), default=config.top_p,
+                        help="nucleus sampling, 0 to 1 (default %(default)g)")
+    parser.add_argument("--max-tokens", type=integer_in(1, 131072), default=config.max_tokens,
+                        help="reply length limit (default %(default)s)")
+    parser.add_argument("--concurrency", type=integer_in(1, 1024), default=config.concurrency,
+                        help="requests in flight at once, 1 to 1024 (default %(default)s; the transformers backend "
+                             "batches instead)")
+    parser.add_argument("--batch-size", type=integer_in(1, 1024), default=config.batch_size,
+                        help="questions per generate call (transformers; default %(default)s)")
+    parser.add_argument("--device", default=config.device,
+                        help="device for --backend transformers (default %(default)s: cuda if there is one)")
+    parser.add_argument("--retries", type=integer_in(0, 20), default=config.retries,
+                        help="retries on 429, 5xx, timeouts and refused connections, with exponential backoff "
+                             "(default %(default)s)")
+    parser.add_argument("--backoff", type=number_in(0.0, 600.0), default=config.backoff, metavar="SECONDS",
+                        help="first retry's wait, doubled for each further retry (default %(default)g; a Retry-After "
+                             "header wins)")
+    parser.add_argument("--timeout", type=number_in(1.0, 86400.0), default=config.timeout,
+                        help="seconds per request, and the longest Ctrl-C waits for requests in flight "
+                             "(default %(default)g)")
     parser.add_argument("--cache", metavar="FILE", help="response cache (default $EXPMRC_CACHE/llm-responses.sqlite, "
                         "else ~/.cache/expmrc/llm-responses.sqlite)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")

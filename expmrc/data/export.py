@@ -17,8 +17,6 @@ from expmrc.errors import ExpmrcError
 
 FORMATS = ("parquet", "jsonl")  # --format, which is also the files' extension
 LICENSE = "cc-by-sa-4.0"
-SOURCES = {"squad": "SQuAD 1.1 (Rajpurkar et al., 2016)", "cmrc2018": "CMRC 2018 (Cui et al., 2019)",
-           "race": "RACE (Lai et al., 2017)", "c3": "C3 (Sun et al., 2020)"}
 CITATION = """\
 @article{cui2022expmrc,
   title   = {ExpMRC: Explainability Evaluation for Machine Reading Comprehension},
@@ -30,11 +28,6 @@ CITATION = """\
   year    = {2022},
   doi     = {10.1016/j.heliyon.2022.e09290}
 }"""
-
-
-def display_name(name: str) -> str:
-    """A subset's display name from the subset table (the name itself for a subset it does not hold)."""
-    return next((entry.display for entry in subsets.TABLE if entry.name == name), name)
 
 
 @dataclass
@@ -131,9 +124,10 @@ def card(written: list[Exported], loaded: list[Dataset], split: str) -> str:
     import yaml  # PyYAML comes with `datasets`
 
     header = yaml.safe_dump(card_metadata(written, loaded, split), sort_keys=False, allow_unicode=True)
-    configs = "\n".join(f"| `{w.subset}` | {display_name(w.subset)} | {w.rows} | `{w.file}` | "
-                        f"{SOURCES.get(w.subset, '')} | {'exact' if w.difference is None else 'differs at `' + w.difference + '`'} |"
+    configs = "\n".join(f"| `{w.subset}` | {subsets.subset(w.subset).display} | {w.rows} | `{w.file}` | "
+                        f"{subsets.subset(w.subset).source} | {'exact' if w.difference is None else 'differs at `' + w.difference + '`'} |"
                         for w in written)
+    names = "/".join(f"`{name}`" for name in subsets.names())
     first = written[0].subset
     return f"""---
 {header}---
@@ -159,7 +153,7 @@ questions = load_dataset("PATH/TO/THIS/FOLDER", "{first}", split="{split}")
 | column | holds |
 | --- | --- |
 | `id` | the question id, as the leaderboard and submissions name it |
-| `subset`, `language`, `task` | `squad`/`cmrc2018`/`race`/`c3`; `en` or `zh`; `span` or `choice` |
+| `subset`, `language`, `task` | {names}; `en` or `zh`; `span` or `choice` |
 | `context` | the passage |
 | `question` | the question |
 | `options` | the options, labelled A, B, ... in order (empty for span) |

@@ -1,18 +1,28 @@
 """The subsets: every fact about SQuAD, CMRC 2018, RACE+ and C3 that code depends on, in one table.
 
-Every choice list of a command, display name, version rule, question-id check, dev-set checksum and
-default metric list reads `TABLE`; a fifth subset is one more `Subset` here plus its data
-(`$EXPMRC_DATA/<name>/expmrc-<name>-dev.json`).
+Every choice list of a command, display name, version rule, question-id check, dev-set checksum, default
+metric list, the source an export's card cites and the paper's Table 4 cells read `TABLE`; a fifth subset is
+one more `Subset` here plus its data (`$EXPMRC_DATA/<name>/expmrc-<name>-dev.json`) and its lm-evaluation-harness
+task file (`expmrc/llm/lm_eval_tasks/expmrc_<name>.yaml`, listed in the `expmrc` group); tests/data/test_subsets.py
+runs one through scoring, export and Table 4, and checks a task file per entry.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from expmrc.errors import ExpmrcError
 
 KINDS = {"span": "span-extraction", "choice": "multiple-choice"}  # task kind -> how messages call its data
+
+
+class PaperTable4(NamedTuple):
+    """The paper's Table 4 cells of a dev set: evidence F1 (× 100) with the gold answers of the two sentence oracles."""
+
+    answer_sentence: float  # "Ground Truth Answer Sent." (the `gold-answer-sentence` method)
+    evidence_sentence: float  # "Ground Truth Evidence Sent." (the `gold-evidence-sentence` method)
 
 
 @dataclass(frozen=True)
@@ -27,6 +37,8 @@ class Subset:
     id_pattern: re.Pattern[str]  # how its question ids look (dev and training sets)
     dev_sha256: str | None  # the official dev set's checksum (`expmrc download`); None: no official release
     metrics: tuple[str, ...]  # the extra metrics computed beside the leaderboard's unless others are chosen
+    source: str  # the dataset it is built on, as an export's dataset card cites it
+    paper_table4: PaperTable4 | None  # None: the ExpMRC paper has no Table 4 row for it
 
     @property
     def dev_file(self) -> str:
@@ -36,13 +48,17 @@ class Subset:
 
 TABLE: tuple[Subset, ...] = (
     Subset("squad", "SQuAD", "span", "en", "squad", re.compile(r"[0-9a-f]{24}"),
-           "2a97b681de208927c886b0a60fd83599a304157b011fcb7b43031ca48104e6d7", ("squad", "loca", "grounding")),
+           "2a97b681de208927c886b0a60fd83599a304157b011fcb7b43031ca48104e6d7", ("squad", "loca", "grounding"),
+           "SQuAD 1.1 (Rajpurkar et al., 2016)", PaperTable4(88.2, 91.6)),
     Subset("cmrc2018", "CMRC 2018", "span", "zh", "cmrc2018", re.compile(r"(?:DEV|TRAIN|TRIAL|TEST)_\d+_QUERY_\d+"),
-           "189f494d86ca585990873fbb1fdc4626ec7ef3a86cfab38bc38fdedacdad896b", ("cmrc2018", "loca", "grounding")),
+           "189f494d86ca585990873fbb1fdc4626ec7ef3a86cfab38bc38fdedacdad896b", ("cmrc2018", "loca", "grounding"),
+           "CMRC 2018 (Cui et al., 2019)", PaperTable4(82.1, 85.2)),
     Subset("race", "RACE+", "choice", "en", "race", re.compile(r"[0-9a-f]{8}-\d+"),
-           "43819fee2096d40f8a209bd5bce82a47b663cb79804119c036de4655bd01f021", ("lexical-loca", "grounding")),
+           "43819fee2096d40f8a209bd5bce82a47b663cb79804119c036de4655bd01f021", ("lexical-loca", "grounding"),
+           "RACE (Lai et al., 2017)", PaperTable4(49.9, 86.9)),
     Subset("c3", "C3", "choice", "zh", "c3", re.compile(r"[a-z]\d+-\d+-\d+"),
-           "b43356147cdd8228efdcd70f5953cf76b157d2c66724f2be308c7e5b965dfa8d", ("lexical-loca", "grounding")),
+           "b43356147cdd8228efdcd70f5953cf76b157d2c66724f2be308c7e5b965dfa8d", ("lexical-loca", "grounding"),
+           "C3 (Sun et al., 2020)", PaperTable4(66.8, 89.1)),
 )
 
 

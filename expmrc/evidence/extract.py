@@ -27,9 +27,11 @@ BEST = "idf-window"
 
 @dataclass(frozen=True)
 class EvidenceMethod:
-    """A registered evidence method: the task kinds it serves, whether it reads the gold evidence (an oracle), its
-    sentence rule, its pick function for a dataset, and what it does when it picks nothing."""
+    """A registered evidence method: one line for --help and the docs, the task kinds it serves, whether it reads
+    the gold evidence (an oracle), its sentence rule, its pick function for a dataset, and what it does when it
+    picks nothing."""
 
+    summary: str
     tasks: tuple[str, ...]
     needs_evidence: bool
     rule: str
@@ -50,12 +52,25 @@ def _gold_key(query: Query) -> Query:
 
 BOTH = ("span", "choice")
 METHODS: Registry[EvidenceMethod] = Registry.of("evidence method", {
-    "most-similar": EvidenceMethod(BOTH, False, "simple", lambda d: most_similar, by_similarity=True),
-    "most-similar-question": EvidenceMethod(BOTH, False, "simple", lambda d: most_similar_question, by_similarity=True),
-    "answer-sentence": EvidenceMethod(("span",), False, "simple", lambda d: answer_sentence, fallback=lambda q: q),
-    "gold-answer-sentence": EvidenceMethod(BOTH, False, "simple", lambda d: gold_answer_sentence, fallback=_gold_key),
-    "gold-evidence-sentence": EvidenceMethod(BOTH, True, "simple", lambda d: gold_evidence_sentence),
-    BEST: EvidenceMethod(BOTH, False, IDF_WINDOW_RULE, _idf_window),
+    "most-similar": EvidenceMethod(
+        "the sentence with the highest token F1 (the scorer's) to the answer text, or to the chosen option's text",
+        BOTH, False, "simple", lambda d: most_similar, by_similarity=True),
+    "most-similar-question": EvidenceMethod(
+        "the same with question + answer text as the key",
+        BOTH, False, "simple", lambda d: most_similar_question, by_similarity=True),
+    "answer-sentence": EvidenceMethod(
+        "span subsets: the sentence holding the answer, at `answer_start` when it matches there, else its first "
+        "occurrence", ("span",), False, "simple", lambda d: answer_sentence, fallback=lambda q: q),
+    "gold-answer-sentence": EvidenceMethod(
+        "oracle: the sentence holding the first occurrence of a gold answer; multiple choice: the sentence most "
+        "similar to question + gold option (the definitions that reproduce the paper's Table 4)",
+        BOTH, False, "simple", lambda d: gold_answer_sentence, fallback=_gold_key),
+    "gold-evidence-sentence": EvidenceMethod(
+        "oracle: the sentence covering the largest share of some gold evidence's tokens, ties to the fewest tokens",
+        BOTH, True, "simple", lambda d: gold_evidence_sentence),
+    BEST: EvidenceMethod(
+        "IDF-weighted F2 over windows of sentences and clauses, anchored on the answer for span subsets, "
+        "contrasting the options for multiple choice", BOTH, False, IDF_WINDOW_RULE, _idf_window),
 }, aliases={"best": BEST})
 
 

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from expmrc.errors import ExpmrcError, warn
@@ -31,6 +31,27 @@ from expmrc.registry import Registry
 
 SMALL_FILE = 1 << 20  # model files up to this size are fingerprinted by content, larger ones by size and mtime
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class Backend(Protocol):
+    """What a run asks for replies (`BACKENDS` makes one from the run's settings; `make_backend` checks it)."""
+
+    name: str  # recorded in the run, and part of a version-1 cache key
+    batch_size: int  # bodies per `complete` call
+    parallel: bool  # `complete` may run in several threads at once (--concurrency)
+    stop: threading.Event  # set when the run stops: retries still waiting are abandoned
+    device: str | None  # where a local model runs (the run record's environment); None for a server
+
+    def identity(self) -> dict[str, Any]: ...  # what besides the body decides a reply (part of the cache key)
+
+    def as_sent(self, request: dict[str, Any]) -> dict[str, Any]: ...  # the body sent for a request now
+
+    def check(self, body: dict[str, Any]) -> None: ...  # refuse, before any request, a body it cannot take
+
+    def complete(self, bodies: list[dict[str, Any]]) -> list[Reply]: ...  # one reply per body, in order
+
+
+CONTRACT = (*Backend.__annotations__, *(n for n, v in vars(Backend).items() if callable(v) and not n.startswith("_")))
 
 
 class FormatRefused(Exception):
@@ -67,6 +88,7 @@ class OpenAIBackend:
     name = "openai"
     batch_size = 1
     parallel = True  # calls may run in threads at once (--concurrency)
+    device: str | None = None  # the model runs at the server
 
     def __init__(self, base_url: str, api_key: str, retries: int = 5, timeout: float = 600.0,
                  backoff: float = 1.0, key_name: str = "OPENAI_API_KEY") -> None:
@@ -89,6 +111,9 @@ class OpenAIBackend:
     def as_sent(self, request: dict[str, Any]) -> dict[str, Any]:
         """The body this backend sends for `request` now (without `response_format` once the server refused it)."""
         return request if self.structured else {k: v for k, v in request.items() if k != "response_format"}
+
+    def check(self, body: dict[str, Any]) -> None:
+        """Nothing to refuse beforehand: the server says what it cannot take, in the first reply."""
 
     def complete(self, bodies: list[dict[str, Any]]) -> list[Reply]:
         return [self._one(body) for body in bodies]
@@ -227,7 +252,7 @@ class TransformersBackend:
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.model = loaded.to(device).eval()
-        self.device = device
+        self.device: str | None = device
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -292,11 +317,12 @@ class TransformersBackend:
 
 @dataclass(frozen=True)
 class BackendKind:
-    """A registered backend: how it is made from the run's settings, and whether it is a remote endpoint (then
-    structured output may be asked for, and its URL and key variable are recorded)."""
+    """A registered backend: how it is made from the run's settings, whether it is a remote endpoint (then
+    structured output may be asked for, and its URL and key variable are recorded), and one line for --help."""
 
-    make: Callable[[LLMConfig], Any]
+    make: Callable[[LLMConfig], Backend]
     remote: bool
+    summary: str
 
 
 def check_base_url(url: str) -> None:
@@ -323,6 +349,7 @@ def _transformers_backend(settings: LLMConfig) -> TransformersBackend:
 
 
 BACKENDS: Registry[BackendKind] = Registry.of("backend", {
-    "openai": BackendKind(_openai_backend, remote=True),
-    "transformers": BackendKind(_transformers_backend, remote=False),
+    "openai": BackendKind(_openai_backend, remote=True, summary="any OpenAI-compatible chat-completions endpoint (--base-url)"),
+    "transformers": BackendKind(_transformers_backend, remote=False,
+                                summary="a local causal LM with a chat template (a folder or Hub id), run by transformers"),
 })

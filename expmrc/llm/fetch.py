@@ -22,7 +22,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from expmrc.errors import Terminated, warn
-from expmrc.llm.backends import FormatRefused
+from expmrc.llm.backends import Backend, FormatRefused
 from expmrc.llm.cache import ResponseCache, old_request_key, request_key
 from expmrc.llm.completion import Reply
 
@@ -48,7 +48,7 @@ class Interrupted(Exception):
         self.status, self.cached, self.total = status, cached, total
 
 
-def lookup(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCache | None,
+def lookup(requests: dict[str, dict[str, Any]], backend: Backend, cache: ResponseCache | None,
            old_keys: bool) -> Fetched:
     """The replies the cache already holds, under the current key (or, with `old_keys`, a version-1 key)."""
     fetched = Fetched()
@@ -122,7 +122,7 @@ class _Pool:
             pass
 
 
-def _asker(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCache | None,
+def _asker(requests: dict[str, dict[str, Any]], backend: Backend, cache: ResponseCache | None,
            stored: set[str]) -> Callable[[list[str]], list[tuple[str, Reply, bool, bool]]]:
     """What a worker runs on a chunk of ids: (id, reply, from the cache, asked with response_format) for each.
     Each body is looked up in the cache just before it is sent (once the server has refused `response_format`,
@@ -155,7 +155,7 @@ def _asker(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCac
     return ask
 
 
-def fetch(requests: dict[str, dict[str, Any]], backend: Any, cache: ResponseCache | None, concurrency: int,
+def fetch(requests: dict[str, dict[str, Any]], backend: Backend, cache: ResponseCache | None, concurrency: int,
           progress: bool = True, wait: float = 600.0, old_keys: bool = False) -> Fetched:
     """Every reply by request id: from the cache where present, else from the backend; each new real reply is
     cached the moment it arrives. Ctrl-C or SIGTERM raise `Interrupted` (see the module's docstring)."""

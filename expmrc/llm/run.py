@@ -19,7 +19,7 @@ from expmrc.data.io import atomic_directory
 from expmrc.data.runs import (LLM_DATASET, LLM_FILES, LLM_GROUNDED, LLM_PREDICTIONS, LLM_RESPONSES, LLM_SCORES,
                               RUN_INFO, Environment, RunRecord)
 from expmrc.errors import ExpmrcError
-from expmrc.llm.backends import BACKENDS, public_url
+from expmrc.llm.backends import BACKENDS, CONTRACT, Backend, public_url
 from expmrc.llm.chat import Sampling, SystemPrompt, build_requests, read_system_prompt
 from expmrc.llm.completion import Reply
 from expmrc.llm.config import LLMConfig
@@ -140,12 +140,17 @@ def check_outputs(args: LLMConfig, inputs: list[str]) -> None:
                           "replaces only such a folder, never files a run did not write")
 
 
-def make_backend(args: LLMConfig) -> Any:
-    """The backend the flags name (a registered one); the API key comes from the environment only."""
-    return BACKENDS.lookup(args.backend, "--backend: ").make(args)
+def make_backend(args: LLMConfig) -> Backend:
+    """The backend the flags name (a registered one, perhaps the user's own: one that lacks a member of the
+    `Backend` contract is refused in one line); the API key comes from the environment only."""
+    backend = BACKENDS.lookup(args.backend, "--backend: ").make(args)
+    if missing := [name for name in CONTRACT if not hasattr(backend, name)]:
+        raise ExpmrcError(f"--backend {args.backend}: {type(backend).__name__} lacks {', '.join(missing)}, which "
+                          "every backend has (expmrc.llm.backends.Backend)")
+    return backend
 
 
-def replies(args: LLMConfig, prepared: Prepared) -> tuple[Fetched, Any]:
+def replies(args: LLMConfig, prepared: Prepared) -> tuple[Fetched, Backend | None]:
     """The replies of a run, from a Batch output file or from the cache and the backend; and the backend.
     Ctrl-C or SIGTERM while asking raise fetch.Interrupted, every reply received being cached."""
     from expmrc.llm.cache import ResponseCache
@@ -161,8 +166,7 @@ def replies(args: LLMConfig, prepared: Prepared) -> tuple[Fetched, Any]:
     cache = ResponseCache(path) if path else None  # a damaged or foreign cache is refused before the model loads
     try:
         backend = make_backend(args)
-        if hasattr(backend, "check"):
-            backend.check(next(iter(prepared.requests.values())))
+        backend.check(next(iter(prepared.requests.values())))
         fetched = fetch(prepared.requests, backend, cache, args.concurrency, progress=not args.quiet,
                         wait=args.timeout, old_keys=args.cache_old_keys)
     finally:
@@ -313,7 +317,7 @@ def vote(prepared: Prepared, parsed: dict[str, Parsed]) -> tuple[dict[str, Choic
     return choose(prepared.asked, parsed, details, prepared.dataset.kind), details
 
 
-def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Any, started: float) -> list[str]:
+def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backend | None, started: float) -> list[str]:
     """Parse, vote, ground, score and write the run folder; return the lines to print."""
     dataset = prepared.dataset
     parsed = parse_requests(prepared, fetched.replies)
@@ -324,7 +328,7 @@ def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Any, 
     raw_scores, grounded_scores = scores(dataset, submission, "predictions.json"), scores(dataset, grounded, "grounded.json")
     problems = reply_problems(prepared, fetched)
     info = run_info(args, prepared, fetched, backend, parse_counts(final), started, problems, choices)
-    record = RunRecord("llm", info, "finished", Environment.here(getattr(backend, "device", None)),
+    record = RunRecord("llm", info, "finished", Environment.here(backend.device if backend else None),
                        public_command(args.command))
     summary = {"raw": raw_scores, "grounded": grounded_scores, "grounding": grounding, "parse": info["parse"],
                "dev_shots": prepared.dev_shots, "questions": len(dataset.questions), "limit": args.limit,
@@ -337,7 +341,7 @@ def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Any, 
     return summary_lines(args.run_dir, summary, info)
 
 
-def run_info(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Any, parsed: dict[str, int], started: float,
+def run_info(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backend | None, parsed: dict[str, int], started: float,
              problems: dict[str, dict[str, Any]], choices: dict[str, Choice] | None) -> dict[str, Any]:
     """The run's record: everything that shaped its replies, what the server said of itself, and what they cost;
     no secret (the record adds the environment and the command line)."""

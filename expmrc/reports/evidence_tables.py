@@ -19,11 +19,10 @@ from expmrc.errors import ExpmrcError
 from expmrc.evidence.extract import BEST, METHODS, build_method, extract, split_halves
 from expmrc.scoring.scorer import score
 
-# The ExpMRC paper, Table 4: evidence F1 on the dev sets with ground-truth answers.
-PAPER_TABLE4 = {
-    "gold-answer-sentence": ("Ground Truth Answer Sent.", {"squad": 88.2, "cmrc2018": 82.1, "race": 49.9, "c3": 66.8}),
-    "gold-evidence-sentence": ("Ground Truth Evidence Sent.", {"squad": 91.6, "cmrc2018": 85.2, "race": 86.9, "c3": 89.1}),
-}
+# The ExpMRC paper's Table 4 columns: the method behind each, and the paper's name for it; the cells are in the
+# subset table (`Subset.paper_table4`, in this order).
+TABLE4_METHODS = {"gold-answer-sentence": "Ground Truth Answer Sent.",
+                  "gold-evidence-sentence": "Ground Truth Evidence Sent."}
 
 
 def evidence_f1(dataset: Dataset, method: str, questions: list[Question] | None = None,
@@ -40,21 +39,28 @@ def evidence_f1(dataset: Dataset, method: str, questions: list[Question] | None 
 
 def table4(datasets: dict[str, Dataset], progress: bool = True) -> str:
     """Markdown: per dev set, the paper's two Table 4 cells beside ours and the difference (a progress
-    bar on stderr)."""
-    header = " | ".join(f"{row}: paper | ours | Δ" for row, _ in PAPER_TABLE4.values())
-    lines = [f"| dev set | {header} |", "| --- |" + " ---: | ---: | ---: |" * len(PAPER_TABLE4)]
-    bar = tqdm(total=len(datasets) * len(PAPER_TABLE4), desc="table4", unit="run", disable=not progress)
-    for subset, dataset in datasets.items():
+    bar on stderr); a subset the paper has no row for gets ours alone, and a note says so."""
+    header = " | ".join(f"{column}: paper | ours | Δ" for column in TABLE4_METHODS.values())
+    lines = [f"| dev set | {header} |", "| --- |" + " ---: | ---: | ---: |" * len(TABLE4_METHODS)]
+    bar = tqdm(total=len(datasets) * len(TABLE4_METHODS), desc="table4", unit="run", disable=not progress)
+    absent = []
+    for name, dataset in datasets.items():
+        subset = subsets.subset(name)
         cells = []
-        for method, (_, paper) in PAPER_TABLE4.items():
-            bar.set_postfix_str(f"{subset} {method}")
+        for i, method in enumerate(TABLE4_METHODS):
+            bar.set_postfix_str(f"{name} {method}")
             ours = evidence_f1(dataset, method, progress=progress)
             bar.update()
-            cells.append(f"{paper[subset]:.1f} | {ours:.2f} | {ours - paper[subset]:+.2f}")
-        lines.append(f"| {subsets.subset(subset).display} | " + " | ".join(cells) + " |")
-    methods = ", ".join(f"`{m}`" for m in PAPER_TABLE4)
+            paper = subset.paper_table4[i] if subset.paper_table4 else None
+            cells.append(f"— | {ours:.2f} | —" if paper is None else f"{paper:.1f} | {ours:.2f} | {ours - paper:+.2f}")
+        if subset.paper_table4 is None:
+            absent.append(subset.display)
+        lines.append(f"| {subset.display} | " + " | ".join(cells) + " |")
+    methods = ", ".join(f"`{m}`" for m in TABLE4_METHODS)
     bar.close()
     lines.append(f"\nEvidence F1 with the gold answers, full dev sets; ours: {methods}.")
+    if absent:
+        lines.append(f"Not in the paper (ours alone): {', '.join(absent)}.")
     return "\n".join(lines)
 
 

@@ -1,5 +1,5 @@
-"""The package's floors (docs/design.md): every import runs down, never up, and no modules import each other
-round a loop."""
+"""The package's floors (docs/design.md): every import runs down, never up, no modules import each other round a
+loop, and the tests have a folder per floor."""
 
 from __future__ import annotations
 
@@ -105,6 +105,20 @@ def test_an_upward_import_and_a_loop_are_caught(tmp_path):
     (tmp_path / "expmrc" / "training" / "loop.py").write_text("from expmrc.data import io\n")
     assert upward_imports(tmp_path) == ["expmrc.data.io -> expmrc.training.loop"]
     assert cycles(tmp_path) == ["expmrc.data.io", "expmrc.training.loop"]
+
+
+# docs/design.md: metrics/ is tested with the scorer, in tests/scoring/; these folders cross the floors
+TESTED_WITH = {"metrics": "scoring"}
+ACROSS = {"fuzz", "benchmarks", "helpers", "fixtures"}
+
+
+def test_the_tests_have_a_folder_per_floor():
+    """Each floor that is a folder has a test folder of its name holding tests (metrics/ apart, as design.md says),
+    and no other test folder exists but those that cross the floors."""
+    floor_folders = {key.rstrip("/") for key in floors(ROOT) if key.endswith("/")}
+    folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    assert folders == (floor_folders - set(TESTED_WITH)) | set(TESTED_WITH.values()) | ACROSS
+    assert [f for f in sorted(folders - ACROSS) if not any((ROOT / "tests" / f).glob("test_*.py"))] == []
 
 
 def test_the_namespace_stops_at_the_command_line():

@@ -249,6 +249,12 @@ TABLE4 = {  # paper's Table 4: (Ground Truth Answer Sent., Ground Truth Evidence
     "squad": (88.2, 91.6), "cmrc2018": (82.1, 85.2), "race": (49.9, 86.9), "c3": (66.8, 89.1)}
 
 
+def test_the_subset_table_holds_the_papers_table4_cells():
+    from expmrc.data import subsets
+
+    assert {s.name: s.paper_table4 for s in subsets.TABLE} == TABLE4
+
+
 @pytest.mark.data
 @pytest.mark.parametrize("subset", list(TABLE4))
 def test_table4_cells_within_one_point(subset):

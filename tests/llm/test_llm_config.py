@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import MISSING, field, fields, make_dataclass
 
 from expmrc.cli.llm import add_arguments
 from expmrc.llm.config import LLMConfig
@@ -25,3 +26,31 @@ def test_every_flag_reaches_the_configuration():
     assert names <= {f for f in LLMConfig.__dataclass_fields__}  # a flag without a field would be lost
     config = parse("c3", "--model", "m", "--backend", "transformers", "--top-p", "0.5", "--price", "1,2", "--limit", "3")
     assert (config.backend, config.top_p, config.price, config.limit) == ("transformers", 0.5, (1.0, 2.0), 3)
+
+
+def test_the_flags_read_their_defaults_from_the_configuration(monkeypatch):
+    """A default changed in `LLMConfig` alone is the flag's default and what --help says (one set of defaults)."""
+    import expmrc.cli.llm as cli_llm
+
+    changed = {f.name: other_value(f.default) for f in fields(LLMConfig)
+               if f.default is not MISSING and f.default is not None and not isinstance(f.default, bool)}
+    moved = make_dataclass("Moved", [(name, type(value), field(default=value)) for name, value in changed.items()],
+                           bases=(LLMConfig,), frozen=True)
+    monkeypatch.setattr(cli_llm, "LLMConfig", moved)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    flags = {action.dest for action in parser._actions}
+    assert {name: parser.get_default(name) for name in changed if name in flags} == \
+        {name: value for name, value in changed.items() if name in flags}
+    assert set(changed) - flags == set()  # every such setting is a flag
+    text = " ".join(parser.format_help().split())
+    for name in ("max_tokens", "base_url", "backend", "timeout"):
+        assert f"(default {changed[name]:g})" in text if isinstance(changed[name], float) else \
+            f"(default {changed[name]})" in text, name
+
+
+def other_value(value: object) -> object:
+    """A value of the same type, other than `value`."""
+    if isinstance(value, str):
+        return value + "x"
+    return value + 1

@@ -1,0 +1,49 @@
+"""Every list of choices a user reads comes from its registry: `expmrc evidence --help` and docs/evidence.md list
+each evidence method with its `summary`, `expmrc llm --help` each backend and each subset, so a method, backend or
+subset added to its registry is listed, and a summary edited in one place is edited everywhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers.hostile import run_cli
+
+from expmrc.data import subsets
+from expmrc.evidence.extract import METHODS
+from expmrc.llm.backends import BACKENDS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def flat(text: str) -> str:
+    """Text with every run of whitespace one space (help pages wrap lines where they like)."""
+    return " ".join(text.split())
+
+
+def help_page(command: str) -> str:
+    status, out, err = run_cli([command, "--help"])
+    assert status == 0, err
+    return flat(out)
+
+
+def test_evidence_help_lists_every_registered_method_with_its_summary():
+    page = help_page("evidence")
+    for name, method in METHODS.items():
+        assert flat(f"{name} {method.summary}") in page or flat(f"{name} (= best) {method.summary}") in page, name
+    assert "idf-window (= best)" in page  # an alias beside what it stands for
+
+
+def test_the_docs_method_table_is_the_registry():
+    text = (ROOT / "docs" / "evidence.md").read_text(encoding="utf-8")
+    table = text.split("| method | evidence |\n| --- | --- |\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    rows = [tuple(cell.strip() for cell in line.strip("|").split(" | ", 1)) for line in table]
+    expected = [(f"`{name}`" + "".join(f" (`{alias}`)" for alias in METHODS.aliases if METHODS.canonical(alias) == name),
+                 method.summary) for name, method in METHODS.items()]
+    assert rows == expected
+
+
+def test_llm_help_lists_every_backend_with_its_summary_and_every_subset():
+    page = help_page("llm")
+    for name, kind in BACKENDS.items():
+        assert flat(f"{name}: {kind.summary}") in page, name
+    assert f"SUBSET {', '.join(subsets.names())} (the dev set)" in page
