@@ -87,7 +87,8 @@ def autocast_for(precision: Any, device: torch.device) -> Callable[[], Any]:
 
 
 class FineTuned:
-    """A fine-tuned span or choice model with its tokenizer, settings and device, ready to predict."""
+    """A fine-tuned span or choice model and its task predictor (`predictor`: the tokenizer, the recorded settings,
+    the device, the batch size and precision), ready to predict."""
 
     def __init__(self, path: str, device: str | None = None, batch_size: int | None = None) -> None:
         folder, run_dir = find_model(path)
@@ -110,16 +111,6 @@ class FineTuned:
         self.predictor.check_fits(self.model, f"{folder / 'config.json'}: the recorded setting ")
         self.model.to(on).eval()
         self.name = str(folder)
-
-    @property
-    def settings(self) -> TaskSettings:
-        """The window and decoding settings the model was trained with."""
-        return self.predictor.settings
-
-    @property
-    def batch_size(self) -> int:
-        """Windows per prediction batch: the one asked for, else the run's --predict_batch_size."""
-        return self.predictor.batch_size
 
     def predict(self, questions: Sequence[Question]) -> Predicted:
         """Answers and evidence for `questions`: windows, model, decoding on the questions' own passages."""

@@ -51,7 +51,8 @@ def test_a_saved_run_re_predicts_its_own_predictions(runs, task, tmp_path):
     info = json.loads((out / "run_info.json").read_text(encoding="utf-8"))
     assert info["settings"] == json.loads((out / "model" / "config.json").read_text())["expmrc"]["settings"]
     model = FineTuned(str(out))
-    assert model.settings.max_seq_length == int(flag(argv, "max_seq_length")) and model.batch_size == 5
+    predictor = model.predictor  # the run's settings and --predict_batch_size, as recorded
+    assert predictor.settings.max_seq_length == int(flag(argv, "max_seq_length")) and predictor.batch_size == 5
     again = model.predict(load_dataset(flag(argv, "predict_file")).questions)
     write_predictions(str(tmp_path), again.predictions, again.nbest)
     for name in (PREDICTIONS_FILE, NBEST_FILE):  # answers, evidence, offsets, every candidate's score: byte for byte
