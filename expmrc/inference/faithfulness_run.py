@@ -21,7 +21,8 @@ from tqdm import tqdm
 
 from expmrc.data.datasets import Dataset, Question, SpanQuestion, passage_of
 from expmrc.errors import ExpmrcError
-from expmrc.inference.rerun import FineTuned, Predicted
+from expmrc.inference.rerun import FineTuned
+from expmrc.inference.task_predictor import Predicted
 from expmrc.metrics.coupling import option_index
 from expmrc.metrics.faithfulness import (Deletions, Erasure, answer_changed, erasure_figures,
                                          farm, order_facts, up_to)

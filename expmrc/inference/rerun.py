@@ -4,34 +4,30 @@ list of questions exactly as the run predicted its own.
 `expmrc faithfulness` re-predicts passages it edited itself, so it builds the windows of the questions it
 is given (no feature cache). Everything else is the run's: the settings come from the fine-tuned folder's
 record (`config.json` → `expmrc.settings`, read by the task layer, `expmrc.tasks`), else from
-the run's run_info.json; the windows are built by the task's feature builder, run through the one
-prediction loop (`expmrc.inference.predictor.predict_items`: longest first, under the run's autocast
-precision, in batches of the run's --predict_batch_size unless told otherwise) and decoded by the
-task's decoder. So a saved run re-predicts its own dev_predictions.json.
+the run's run_info.json, and the run's own task predictor (`expmrc.inference.task_predictor`) builds the
+windows, pads them as the run padded them on this device, predicts through the one prediction loop (longest
+first, under the run's autocast precision, in batches of the run's --predict_batch_size unless told otherwise)
+and decodes them with the recorded settings. So a saved run re-predicts its own dev_predictions.json.
 """
 
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import partial
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
-import numpy as np
 import torch
 
-from expmrc.data.datasets import Question, SpanQuestion
+from expmrc.data.datasets import Question
 from expmrc.data.runs import MODEL_DIR, RUN_INFO, RunRecord, check_schema
-from expmrc.decoding.spans import span_probability
 from expmrc.errors import ExpmrcError
-from expmrc.features.windows import FeatureTable, WindowDataset, uses_token_types
-from expmrc.inference.predictor import PREDICT_BATCH_SIZE, predict_items
-from expmrc.metrics.leaderboard import score_tokens
+from expmrc.features.windows import uses_token_types
+from expmrc.inference.predictor import PREDICT_BATCH_SIZE
+from expmrc.inference.task_predictor import Predicted, TaskPredictor
 from expmrc.models.backbones import load_task_model, resolve_source, training_record
 from expmrc.tasks import TaskSettings, TaskSpec, task_spec
-
 
 
 def find_model(path: str) -> tuple[Path, Path | None]:
@@ -90,45 +86,9 @@ def autocast_for(precision: Any, device: torch.device) -> Callable[[], Any]:
     return partial(torch.autocast, device_type=device.type, dtype=dtype)
 
 
-@dataclass
-class Predicted:
-    """What one call to `FineTuned.predict` gives: the submission, the n-best records, the windows run, and
-    what p(ŷ) is computed from (the questions, their windows and the model's outputs)."""
-
-    predictions: dict[str, dict[str, Any]]
-    nbest: dict[str, Any]
-    windows: int
-    questions: Sequence[Question] = ()
-    table: FeatureTable | None = None
-    outputs: Sequence[Mapping[str, np.ndarray]] = ()
-    max_answer_length: int = 30
-
-    def answer_probability(self, qid: str, answer: str) -> float | None:
-        """p(ŷ) of answer `answer` to question `qid`: spans, the model's probability of a span whose normalized
-        text is ŷ (`decoding.spans.span_probability`); choice, option ŷ's probability. None for an empty answer."""
-        if not answer:
-            return None
-        index = self._index[qid]
-        question = self.questions[index]
-        if not isinstance(question, SpanQuestion):
-            return next((float(c["probability"]) for c in self.nbest[qid]["answer"] if c["label"] == answer), 0.0)
-        key = score_tokens(answer)
-        if not key or self.table is None:
-            return None
-        windows = self._windows.get(index, [])
-        return span_probability(self.table, windows, self.outputs, question.context, key, self.max_answer_length)
-
-    @cached_property
-    def _index(self) -> dict[str, int]:
-        return {q.qid: i for i, q in enumerate(self.questions)}
-
-    @cached_property
-    def _windows(self) -> dict[int, list[int]]:
-        return self.table.windows_of() if self.table is not None else {}
-
-
 class FineTuned:
-    """A fine-tuned span or choice model with its tokenizer, settings and device, ready to predict."""
+    """A fine-tuned span or choice model and its task predictor (`predictor`: the tokenizer, the recorded settings,
+    the device, the batch size and precision), ready to predict."""
 
     def __init__(self, path: str, device: str | None = None, batch_size: int | None = None) -> None:
         folder, run_dir = find_model(path)
@@ -141,36 +101,17 @@ class FineTuned:
         self.record = record
         source = resolve_source(str(folder))
         self.model, _ = load_task_model(self.spec.model_class, source)
-        self.tokenizer = source.tokenizer
-        self.token_types = uses_token_types(self.tokenizer, self.model.config)
-        self.settings = recorded_settings(self.spec, record, folder, run_dir)
-        if self.settings.max_seq_length > self.model.usable_length():
-            raise ExpmrcError(f"{folder / 'config.json'}: the recorded setting max_seq_length "
-                              f"{self.settings.max_seq_length} exceeds the {self.model.usable_length()} positions "
-                              "the model has")
-        self.device = torch_device(device)
-        self.model.to(self.device).eval()
-        self.autocast = autocast_for(record.get("mixed_precision"), self.device)
+        settings = recorded_settings(self.spec, record, folder, run_dir)
+        on = torch_device(device)
         recorded_batch = record.get("predict_batch_size")
-        self.batch_size = batch_size or (recorded_batch if isinstance(recorded_batch, int) and recorded_batch > 0
-                                         else PREDICT_BATCH_SIZE)
+        self.predictor = TaskPredictor(
+            self.spec, source.tokenizer, settings, uses_token_types(source.tokenizer, self.model.config), on,
+            batch_size or (recorded_batch if isinstance(recorded_batch, int) and recorded_batch > 0
+                           else PREDICT_BATCH_SIZE), autocast_for(record.get("mixed_precision"), on))
+        self.predictor.check_fits(self.model, f"{folder / 'config.json'}: the recorded setting ")
+        self.model.to(on).eval()
         self.name = str(folder)
-
-    def features(self, questions: Sequence[Question]) -> FeatureTable:
-        """The prediction windows of `questions` under the model's settings."""
-        return self.spec.features(questions, self.tokenizer, self.settings, False, self.token_types, False)[0]
-
-    def outputs(self, table: FeatureTable) -> list[dict[str, np.ndarray]]:
-        """The model's per-window outputs, through the one prediction loop."""
-        data = WindowDataset(table, False, self.tokenizer.pad_token_id or 0, 1, self.settings.max_seq_length)
-        found = predict_items(self.model, data, list(range(len(table))), self.batch_size, self.device, self.autocast)
-        return [found[i] for i in range(len(table))]
 
     def predict(self, questions: Sequence[Question]) -> Predicted:
         """Answers and evidence for `questions`: windows, model, decoding on the questions' own passages."""
-        table = self.features(questions)
-        s = self.settings
-        outputs = self.outputs(table)
-        predictions, nbest = self.spec.decode(questions, table, outputs, s.n_best_size, s.max_answer_length,
-                                              s.max_evidence_length)
-        return Predicted(predictions, nbest, len(table), questions, table, outputs, s.max_answer_length)
+        return self.predictor.predict(self.model, questions)

@@ -30,8 +30,8 @@ from expmrc.data.runs import (ANSWERER_DIR, ANSWERER_RUN_DIR, CHECKPOINT_DIR, MO
 from expmrc.data.submissions import write_predictions
 from expmrc.errors import ExpmrcError
 from expmrc.features.cache import cache_key, cached_features, shared_cache_path
-from expmrc.features.windows import FeatureReport, FeatureTable, WindowDataset, uses_token_types
-from expmrc.inference.predictor import predict
+from expmrc.features.windows import FeatureReport, FeatureTable, uses_token_types
+from expmrc.inference.task_predictor import TaskPredictor
 from expmrc.logs import setup_logging
 from expmrc.models.backbones import ModelSource, load_task_model, resolve_source
 from expmrc.scoring.scorer import score
@@ -125,7 +125,6 @@ class BaselineRun:
     record: RunRecord  # what run_info.json will hold
     tokenizer: Any = None
     token_types: bool = True
-    pad_multiple: int = 1
     signature: str = ""
     previous: RunRecord | None = None  # the record OUTPUT_DIR held before this run started (checked)
     model_record: dict[str, Any] = field(default_factory=dict)  # what the model's config.json records (checked)
@@ -142,15 +141,12 @@ class BaselineRun:
         """Whether this process writes files."""
         return bool(self.accelerator.is_main_process)
 
-    def windows(self, table: FeatureTable, with_labels: bool) -> WindowDataset:
-        """The batches of a feature table under this run's padding."""
-        return WindowDataset(table, with_labels, self.tokenizer.pad_token_id or 0, self.pad_multiple,
-                             self.settings.max_seq_length)
-
-    def build(self, questions: Any, is_training: bool, progress: bool = False) -> tuple[FeatureTable, FeatureReport]:
-        """The windows of `questions` under this run's settings (no cache)."""
-        return self.task.spec.features(questions, self.tokenizer, self.settings, is_training, self.token_types,
-                                       progress)
+    @property
+    def predictor(self) -> TaskPredictor:
+        """The run's task predictor: its windows, padding, prediction loop and decoding, under its settings (those of
+        the model for a predict-only run, settled by `check_model`)."""
+        return TaskPredictor.of_run(self.task.spec, self.tokenizer, self.settings, self.token_types, self.accelerator,
+                                    self.predict_batch_size)
 
 
 def features(run: BaselineRun, dataset: Dataset, is_training: bool, cache_path: str | None) -> tuple[FeatureTable, FeatureReport, str]:
@@ -158,7 +154,7 @@ def features(run: BaselineRun, dataset: Dataset, is_training: bool, cache_path: 
     the shared cache folder); an input error names the file, and mostly unknown tokens are refused."""
     def build() -> tuple[FeatureTable, FeatureReport]:
         try:
-            return run.build(dataset.questions, is_training, run.accelerator.is_local_main_process)
+            return run.predictor.features(dataset.questions, is_training, run.accelerator.is_local_main_process)
         except ExpmrcError as exc:
             raise ExpmrcError(f"{dataset.path}: {exc}") from None
 
@@ -343,13 +339,9 @@ def load_model(run: BaselineRun, source: ModelSource) -> Any:
         if not record:
             logger.warning(f"warning: {source.name} is not a fine-tuned {run.task.kind} model (train first, or point "
                            "--model_name_or_path at a fine-tuned folder): predictions will be meaningless")
-    usable = model.usable_length()
-    if run.settings.max_seq_length > usable:
-        raise ExpmrcError(f"--max_seq_length {run.settings.max_seq_length} exceeds the {usable} positions the model has")
+    run.predictor.check_fits(model, "--")
     info["global_step"] = int(record.get("global_step", 0))
     info["settings"] = run.settings.as_dict()
-    # tensor-core shapes on GPUs; on CPU padding buys nothing (a compiled run's training pads to its buckets)
-    run.pad_multiple = 8 if run.accelerator.device.type == "cuda" else 1
     return model
 
 
@@ -372,7 +364,7 @@ def train_phase(run: BaselineRun, model: Any, train_set: Dataset, source: ModelS
         model, _ = load_task_model(run.task.model_class, resolve_source(str(trained)), config.loss)
         run.info["global_step"] = int(model.config.expmrc.get("global_step", 0))
         return model
-    result = train(model, run.windows(table, True), config.training, run.accelerator)
+    result = train(model, run.predictor.windows(table, with_labels=True), config.training, run.accelerator)
     run.info["global_step"] = result.global_step
     run.info["timing"] = {"train_seconds": round(result.seconds, 3), "steps_run": result.global_step - result.resumed_from,
                           "compile_seconds": round(result.compile_seconds, 3),
@@ -391,10 +383,7 @@ def train_phase(run: BaselineRun, model: Any, train_set: Dataset, source: ModelS
 
 def select_forget(run: BaselineRun) -> SelectAndForget:
     """The Select & Forget phase of this run (expmrc/training/select_forget.py)."""
-    s = run.settings
-    return SelectAndForget(run.output, run.accelerator, lambda questions, is_training: run.build(questions, is_training)[0],
-                           run.tokenizer.pad_token_id or 0, run.predict_batch_size,
-                           (s.n_best_size, s.max_answer_length, s.max_evidence_length))
+    return SelectAndForget(run.output, run.accelerator, run.predictor)
 
 
 def answerer_phase(run: BaselineRun, forget: SelectAndForget, selector: Any, train_set: Dataset, source: ModelSource) -> Any:
@@ -429,12 +418,10 @@ def answerer_phase(run: BaselineRun, forget: SelectAndForget, selector: Any, tra
 def predict_phase(run: BaselineRun, model: Any, predict_set: Dataset, forget: SelectAndForget | None, answerer: Any,
                   destination: Path) -> None:
     """Predict, decode, write the predictions into `destination` and log their scores."""
-    s = run.settings
     table, report, _ = features(run, predict_set, False, run.config.paths.predict_tfrecord)
     run.info["predict_features"] = report.as_dict()
-    outputs = predict(model, run.windows(table, False), run.predict_batch_size, run.accelerator)
-    predictions, nbest = run.task.spec.decode(predict_set.questions, table, outputs, s.n_best_size,
-                                              s.max_answer_length, s.max_evidence_length)
+    predicted = run.predictor.predict(model, predict_set.questions, table)
+    predictions, nbest = predicted.predictions, predicted.nbest
     if forget is not None:
         if answerer is None:
             answerer, _ = load_task_model(run.task.model_class, resolve_source(str(answerer_folder(run.output))))

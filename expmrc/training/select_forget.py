@@ -32,10 +32,9 @@ from accelerate.utils import set_seed
 from expmrc.data.datasets import Question, SpanQuestion, passage_of
 from expmrc.data.io import read_json, write_json_atomic
 from expmrc.data.runs import ANSWERER_DIR, ANSWERER_RUN_DIR, SELECTION_FILE
-from expmrc.decoding.predictions import decode_predictions
 from expmrc.errors import ExpmrcError
-from expmrc.features.windows import FeatureTable, WindowDataset
-from expmrc.inference.predictor import predict
+from expmrc.features.windows import FeatureTable
+from expmrc.inference.task_predictor import TaskPredictor
 from expmrc.text.locate import locate_answer, locate_evidence
 from expmrc.training.loop import TrainConfig, TrainResult, train
 
@@ -120,10 +119,7 @@ class SelectAndForget:
 
     output_dir: Path
     accelerator: Accelerator
-    features: Callable[[Sequence[Question], bool], FeatureTable]  # (questions, is_training) -> windows, no cache
-    pad_id: int
-    predict_batch_size: int
-    decoding: tuple[int, int, int]  # n_best_size, max_answer_length, max_evidence_length
+    predictor: TaskPredictor  # the run's: its windows, padding, prediction loop and decoding settings
 
     def select(self, selector: Any, questions: Sequence[Question], windows: Callable[[], FeatureTable],
                key: str) -> tuple[list[Question], dict[str, Any]]:
@@ -133,10 +129,7 @@ class SelectAndForget:
         path = self.output_dir / SELECTION_FILE
         record = read_selection(path, key)
         if record is None:
-            table = windows()
-            outputs = predict(selector, WindowDataset(table, False, self.pad_id), self.predict_batch_size,
-                              self.accelerator)
-            predictions, _ = decode_predictions(questions, table, outputs, *self.decoding)
+            predictions = self.predictor.predict(selector, questions, windows()).predictions
             chosen = {q.qid: choose_span(q, predictions[q.qid]) for q in questions}
             record = {"key": key, "questions": {qid: {"span": list(span) if span else None, "reason": reason}
                                                 for qid, (span, reason) in chosen.items()}}
@@ -166,9 +159,9 @@ class SelectAndForget:
         self.accelerator.free_memory()  # the selector's prepared objects stay out of the answerer's checkpoints
         set_seed(config.seed)
         model = new_model()
-        table = self.features(questions, True)
+        table = self.predictor.features(questions, is_training=True)[0]
         answer_config = dataclasses.replace(config, output_dir=str(self.output_dir / ANSWERER_RUN_DIR))
-        result = train(model, WindowDataset(table, True, self.pad_id), answer_config, self.accelerator)
+        result = train(model, self.predictor.windows(table, with_labels=True), answer_config, self.accelerator)
         return self.accelerator.unwrap_model(model), result
 
     def answer(self, answerer: Any, questions: Sequence[Question], predictions: dict[str, dict[str, Any]],
@@ -177,10 +170,8 @@ class SelectAndForget:
         (span offsets mapped back into the passage)."""
         spans = [predicted_evidence(predictions[q.qid]) for q in questions]
         forgotten = [evidence_only(q, span) for q, span in zip(questions, spans)]
-        table = self.features(forgotten, False)
-        outputs = predict(answerer, WindowDataset(table, False, self.pad_id), self.predict_batch_size,
-                          self.accelerator)
-        answers, answer_nbest = decode_predictions(forgotten, table, outputs, *self.decoding)
+        answered = self.predictor.predict(answerer, forgotten)
+        answers, answer_nbest = answered.predictions, answered.nbest
         merged, merged_nbest = {}, {}
         for question, span in zip(questions, spans):
             offset = span[0] if span else 0
