@@ -4,7 +4,7 @@ The prompt shows the passage cut into sentences by the project's splitter (`expm
 `refined`, both languages), one a line as `[1] …`, `[2] …`, and the model cites them. Citations are read
 from the parsed evidence in the shapes models write: `[3]`, `[3][4]`, `[3, 4]`, `[3-5]`, `【3】`, `[S3]`,
 `S3`, `Sentence 3`, `sentences 3 and 4`, `第3句`, `第三句`, `第3、4句`, `句子3`, a JSON list `[3, 4]` and a
-bare list (`3, 4`) when the whole evidence is one; else, when the reply gives no evidence at all, from
+bare list (`3, 4`, `(2), (3)`) when the whole evidence is one; else, when the reply gives no evidence at all, from
 bracketed citations and sentence mentions in its text (`near Rotterdam [3].`). Citations are stripped from
 a span answer. The evidence is the cited sentences' exact passage text, so it is verbatim by construction
 (grounding status `exact`); a number that names no sentence (0, negative, fractional, beyond the last) makes
@@ -27,24 +27,32 @@ from expmrc.text.sentences import Sentence, split_sentences
 FORMS = ("quote", "ids")  # how a template asks for evidence: quoted text, or sentence numbers
 SENTENCE_RULE = "refined"
 SHOWN_INVALID = 20  # numbers naming no sentence kept in a record (the count covers them all)
+SHOWN_CHARS = 24  # of each, as written
 MAX_DIGITS = 6  # a longer number names no sentence (and is never converted: no int() of 10^5 digits)
+# the most items one bracket or mention is read with (a longer one is not read as a citation), which keeps reading
+# linear in the reply's length; a reply's whole evidence as a bare list (`3, 4`, a JSON list) has no such bound
+MAX_GROUP = 32
+_MORE = f"{{0,{MAX_GROUP - 1}}}+"
 
 _NUM = r"(?:-?\d++(?:\.\d++)?|[零〇一二两三四五六七八九十百]++)"
 _RANGE = r"\s*+(?:-|–|—|~|～|\bto\b|至|到)\s*+"
 _PREFIX = r"(?:(?:sentences?|sent\.?|s|no\.?|#|第|句子|句)\s*+)?"
 _ITEM = rf"{_PREFIX}{_NUM}(?:{_RANGE}{_PREFIX}{_NUM})?\s*+句?"
 _SEP = r"\s*+(?:,|，|、|;|；|/|&|\band\b|和|及|与|以及|\]\s*+\[)?\s*+"
-_LIST = rf"{_ITEM}(?:{_SEP}{_ITEM})*+"
+_LIST = rf"{_ITEM}(?:{_SEP}{_ITEM}){{0,{MAX_GROUP - 1}}}+"
 _BRACKETED = rf"\[\s*+(?P<inside>{_LIST})\s*+[.。]?\s*+\]"
 _MENTION = (  # a citation outside brackets needs its word: `Sentence 3`, `S3`, `第3句`, `句子3`
-    rf"\b(?:sentences?|sent\.)\s*+(?:no\.?\s*+|number\s*+|#\s*+)?\d++(?:(?:{_RANGE}|{_SEP}){_PREFIX}\d++)*+"
-    rf"|\bS\d++\b(?:(?:{_RANGE}|{_SEP})S?\d++\b)*+"
-    rf"|第\s*+{_NUM}(?:(?:{_RANGE}|{_SEP})第?\s*+{_NUM})*+\s*+句(?:子|话)?"
-    rf"|句子?\s*+\d++(?:(?:{_RANGE}|{_SEP})(?:句子?)?\s*+\d++)*+")
+    rf"\b(?:sentences?|sent\.)\s*+(?:no\.?\s*+|number\s*+|#\s*+)?\d++(?:(?:{_RANGE}|{_SEP}){_PREFIX}\d++){_MORE}"
+    rf"|\bS\d++\b(?:(?:{_RANGE}|{_SEP})S?\d++\b){_MORE}"
+    rf"|第\s*+{_NUM}(?:(?:{_RANGE}|{_SEP})第?\s*+{_NUM}){_MORE}\s*+句(?:子|话)?"
+    rf"|句子?\s*+\d++(?:(?:{_RANGE}|{_SEP})(?:句子?)?\s*+\d++){_MORE}")
 CITATION = re.compile(rf"{_BRACKETED}|{_MENTION}", re.IGNORECASE)
-BARE = re.compile(rf"\s*+[\[(]?\s*+({_LIST})\s*+[\])]?\s*+[.。]?\s*+", re.IGNORECASE)
+_WRAPPED = rf"[\[(]?\s*+{_ITEM}\s*+[.。]?\s*+[\])]?"  # `3`, `[3]`, `(3)`, `S3`, `第3句`
+BARE = re.compile(rf"\s*+{_WRAPPED}(?:{_SEP}{_WRAPPED})*+\s*+[.。]?\s*+", re.IGNORECASE)
 _ITEM_PARTS = re.compile(rf"(?P<a>{_NUM})(?:{_RANGE}{_PREFIX}(?P<b>{_NUM}))?", re.IGNORECASE)
 _STRIP = re.compile(rf"\s*+(?:{_BRACKETED}|[(]\s*+(?:{_MENTION})\s*+[)])", re.IGNORECASE)
+_ZH_NUMERAL = re.compile("(?:(?P<h>[一二两三四五六七八九])百[零〇]?)?(?:(?P<t>[一二两三四五六七八九])?(?P<ten>十))?"
+                         "(?P<u>[一二两三四五六七八九])?")
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 
 
@@ -86,18 +94,14 @@ def sentence_numbers(passage: str, evidence: str) -> list[int]:
 
 
 def _zh_number(text: str) -> int | None:
-    """A Chinese numeral up to 999 (`三`, `十二`, `二十`, `一百零五`), or None."""
-    total, digit = 0, None
-    for ch in text:
-        if ch in _ZH_DIGITS:
-            digit = _ZH_DIGITS[ch]
-        elif ch in "十百":
-            unit = 10 if ch == "十" else 100
-            total += (1 if digit is None else digit) * unit
-            digit = None
-        else:
-            return None
-    return total + (digit or 0)
+    """A Chinese numeral below 1000 (`三`, `十二`, `二十`, `一百零五`), or None."""
+    m = _ZH_NUMERAL.fullmatch(text)
+    if m is None or not text:
+        return None
+    hundreds, tens, units = (_ZH_DIGITS.get(m.group(g) or "", 0) for g in ("h", "t", "u"))
+    if m.group("ten") and not m.group("t"):
+        tens = 1  # 十二: twelve
+    return 100 * hundreds + 10 * tens + units
 
 
 def _number(text: str) -> int | None:
@@ -117,7 +121,8 @@ def _items(group: str, count: int) -> tuple[list[int], list[str]]:
         a = _number(m.group("a"))
         b = a if m.group("b") is None else _number(m.group("b"))
         if a is None or b is None or b < a or a < 1 or b > count:
-            invalid.append(m.group())
+            written = m.group()
+            invalid.append(written if len(written) <= SHOWN_CHARS else written[:SHOWN_CHARS] + "…")
         else:
             cited.extend(range(a, b + 1))
     return cited, invalid
@@ -126,8 +131,8 @@ def _items(group: str, count: int) -> tuple[list[int], list[str]]:
 def _groups(text: str, whole: bool) -> list[str]:
     """The citation groups of a text: bracketed ones and mentions in order; with `whole`, the text itself when
     it is nothing but a list of numbers (`3, 4`; a JSON list reads so)."""
-    if whole and (bare := BARE.fullmatch(text)) is not None:
-        return [bare.group(1)]
+    if whole and BARE.fullmatch(text) is not None:
+        return [text]
     return [m.group("inside") or m.group() for m in CITATION.finditer(text)]
 
 
