@@ -9,13 +9,12 @@ passages get a fourth sentence, so the scripted citation `[1] [4]` is exact ther
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from helpers.common import environment, needs_punkt
-from helpers.llm_data import DATASETS
+from helpers.llm_data import DATASETS, run_lm_eval
 from helpers.scripted_chat import IDS_EVIDENCE, make_scripted_chat_model, reply_of
 from helpers.serve import transformers_serve
 
@@ -83,15 +82,8 @@ def harness(served):
     command = [sys.executable, "-m", "lm_eval", "run", "--model", "local-chat-completions", "--model_args", model_args,
                "--tasks", "expmrc_ids", "--include_path", tasks_path(), "--apply_chat_template", "--log_samples",
                "--output_path", str(root / "out")]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(next((root / "out").rglob("results_*.json")).read_text(encoding="utf-8"))
-    samples = {}
-    for subset in SUBSETS:
-        path = next((root / "out").rglob(f"samples_expmrc_ids_{subset}_*.jsonl"))
-        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-        samples[subset] = sorted(lines, key=lambda s: s["doc_id"])
-    return {"results": results["results"], "samples": samples}
+    results, samples = run_lm_eval(command, env, root / "out", "expmrc_ids")
+    return {"results": results, "samples": samples}
 
 
 def test_both_ways_the_server_replied_as_scripted(harness, expmrc_runs):
