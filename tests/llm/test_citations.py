@@ -323,3 +323,29 @@ def test_a_report_shows_the_two_forms_of_one_model_side_by_side(tmp_path, capsys
     assert ("expmrc llm: fake-model, template choice-zh-ids-v1, evidence cited by sentence number "
             "(--evidence-form ids)") in html
     assert '"cited sentences": "3"' in html and '"cited sentences": "none"' in html
+
+
+HOSTILE = ['{"answer": "上海", "evidence": [0]}', '{"answer": "上海", "evidence": [999]}',
+           '{"answer": "上海", "evidence": [-1]}', '{"answer": "上海", "evidence": [3.5]}',
+           '{"answer": "上海", "evidence": "[1-99999999999999999999]"}',
+           '{"answer": "上海", "evidence": [' + ", ".join(str(n) for n in range(1, 30_000)) + "]}",
+           '{"answer": "上海", "evidence": "' + "[" * 50_000 + '"}', '{"answer": "上海", "evidence": [true, null]}']
+
+
+def test_hostile_citations_end_a_run_as_counted_statuses(tmp_path, capsys):
+    from helpers.llm_data import write_many
+
+    path = write_many(tmp_path, len(HOSTILE))
+    order = {f"（{n}）": reply for n, reply in enumerate(HOSTILE)}
+    with FakeChatServer(lambda body: next(r for k, r in order.items() if k in body["messages"][-1]["content"])) as server:
+        assert run_llm(tmp_path, path, server.url, "--evidence-form", "ids") == 0
+    records = read_run(tmp_path / "run", "responses.jsonl")
+    statuses = [r["grounding"]["evidence"]["status"] for r in records]
+    assert statuses == ["unverified"] * 6 + ["missing"] * 2
+    listed = records[5]["grounding"]["evidence"]
+    assert listed["cited"] == [1, 2, 3] and listed["out_of_range_count"] == 29_999 - 3 and len(listed["out_of_range"]) == 20
+    scores = read_run(tmp_path / "run", "scores.json")
+    assert scores["citations"] == {"questions": 8, "cited": 0, "out_of_range": 6, "none": 2, "mean_sentences": 3.0}
+    err = capsys.readouterr().err
+    assert "citations: 0 questions cite passage sentences, 6 cite a number that is no sentence (unverified), 2 cite " \
+           "none (missing)" in err and "Traceback" not in err
