@@ -10,6 +10,7 @@ import time
 from expmrc.cli.args import integer_in, number_in
 from expmrc.data import subsets
 from expmrc.llm.backends import BACKENDS
+from expmrc.llm.citations import FORMS
 from expmrc.llm.config import LLMConfig
 from expmrc.llm.prompts import TEMPLATES
 
@@ -35,11 +36,17 @@ and scores.json; with --limit also dataset.json, exactly the questions asked, fo
 --samples N (with --temperature above 0) asks N replies per question and keeps the majority answer,
 with the evidence of its best-grounded reply; the agreement rate goes in the record (self-consistency).
 
+--evidence-form ids asks for the evidence by sentence number instead of as a quote: the prompt shows
+the passage one numbered sentence a line (the project's sentence splitter, both languages), the model
+cites them ([3], [3][4], S3, 第3句, ...), and the evidence is the cited sentences' exact passage text
+(grounding status exact); a number that names no sentence makes it unverified, no citation missing.
+It picks the -ids- template of the subset's task and language; run_info.json records the form.
+
 Few-shot examples (--shots K) are drawn with --seed from --shots-file, a labelled file such as the
 output of `expmrc pseudo` on training data. Examples from the dev set being scored are refused unless
 --allow-dev-shots; such a run is then marked as using the dev set in its record and in every table.
 
-prompt templates (--template; default: the newest for the subset's task and language):
+prompt templates (--template; default: the newest for the subset's task, language and evidence form):
 {templates}
 
 examples:
@@ -47,10 +54,12 @@ examples:
   expmrc llm c3 --model gpt-4o-mini --shots 3 --shots-file data/c3/train-pseudo-c3.json --price 0.15,0.6 --output runs/c3-gpt
   expmrc llm race --backend transformers --model models/qwen2.5-0.5b-instruct --limit 100 --output runs/race-small
   expmrc llm cmrc2018 --model qwen2.5:7b --base-url http://localhost:11434/v1 --samples 5 --temperature 0.7 --output runs/sc5
+  expmrc llm squad --evidence-form ids --model gpt-4o-mini --output runs/squad-ids      # evidence cited by sentence number
   expmrc llm squad --model gpt-4o-mini --export-batch squad-batch.jsonl          # then, with the provider's output:
   expmrc llm squad --model gpt-4o-mini --import-batch squad-batch-out.jsonl --output runs/squad-batch
-""".format(templates="\n".join(f"  {t.name:<17}{t.task} questions in {t.language}{', reasoning first' if t.reasoning else ''}"
-                                         for t in TEMPLATES.values()))
+""".format(templates="\n".join(f"  {t.name:<22}{t.task} questions in {t.language}, evidence "
+                                         f"{'cited by sentence number' if t.evidence_form == 'ids' else 'quoted'}"
+                                         f"{', reasoning first' if t.reasoning else ''}" for t in TEMPLATES.values()))
 
 
 def price(text: str) -> tuple[float, float]:
@@ -76,6 +85,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key-env", default=config.api_key_env, metavar="VAR",
                         help="environment variable holding the API key (default %(default)s; unset is fine for local servers)")
     parser.add_argument("--template", choices=tuple(TEMPLATES), help="a registered prompt template (see above)")
+    parser.add_argument("--evidence-form", choices=FORMS,
+                        help="quote: the evidence copied from the passage; ids: the passage's sentences numbered, the "
+                             "evidence cited by number (default: the --template's own, else quote)")
     parser.add_argument("--prompt", metavar="FILE", help="a Jinja2 template of your own for the user message; "
                         "variables: passage, question, options (label, text), task, language")
     parser.add_argument("--system-prompt", metavar="TEXT|FILE",

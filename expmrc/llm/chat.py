@@ -98,7 +98,7 @@ def build_requests(questions: list[Question], template: PromptTemplate, language
                                 "max_tokens": sampling.max_tokens}
         if structured:
             n_options = len(question.options) if isinstance(question, ChoiceQuestion) else 0
-            schema = answer_schema(template.task, n_options, template.reasoning)
+            schema = answer_schema(template.task, n_options, template.reasoning, template.evidence_form)
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "expmrc_reply", "schema": schema, "strict": True}}
         for i, rid in enumerate(request_ids(question.qid, sampling.samples)):

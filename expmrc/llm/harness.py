@@ -2,7 +2,8 @@
 
 `load_subset` gives lm-eval a subset's dev set (found as `expmrc evaluate` finds it: $EXPMRC_DATA, then
 data/) as rows carrying the system and user messages of a registered prompt template, the very messages
-`expmrc llm` sends; `process_results` reads one reply as `expmrc llm` does (parsing, grounding) and
+`expmrc llm` sends; `process_results` reads one reply as `expmrc llm` does (parsing, the citations of
+the ids evidence form's templates, which the `expmrc_ids` tasks pin, grounding) and
 scores it with the leaderboard's scorer, so each per-sample figure is the one `expmrc evaluate
 --details` gives that question, and `percent` turns them into the same 0-100 figures.
 """
@@ -12,11 +13,11 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-from expmrc.data.datasets import ChoiceQuestion, Dataset, load_dataset
+from expmrc.data.datasets import Dataset, load_dataset, passage_of
 from expmrc.data.rows import dataset_rows, question_of
 from expmrc.llm.chat import SystemPrompt, render, with_system
 from expmrc.llm.completion import Reply
-from expmrc.llm.prompts import choose_template, reply_json
+from expmrc.llm.prompts import TEMPLATES, choose_template, cited_evidence, reply_json
 from expmrc.llm.shots import labelled
 
 TASKS_FOLDER = "lm_eval_tasks"
@@ -38,8 +39,8 @@ def prompt_columns(dataset: Dataset, template_name: str) -> list[dict[str, str]]
         messages = with_system(render(template, question, dataset.language, []), SystemPrompt())
         system, user = (m["content"] for m in messages)
         shot = labelled(question)
-        columns.append({"system": system, "prompt": user, "target": reply_json(shot[1], shot[2]) if shot else "",
-                        "template": template.name})
+        target = reply_json(shot[1], cited_evidence(template, passage_of(question), shot[2])) if shot else ""
+        columns.append({"system": system, "prompt": user, "target": target, "template": template.name})
     return columns
 
 
@@ -68,17 +69,17 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float 
     """One reply read and scored as `expmrc llm` reads and scores it: answer F1 (accuracy for multiple
     choice), evidence F1 and overall as `expmrc evaluate --details` gives them (0-1), and whether grounding
     does not trust the evidence (0 or 1; None without evidence)."""
-    from expmrc.llm.run import ground, parse_one, submission_of
+    from expmrc.llm.run import ground, read_reply, submission_of
     from expmrc.scoring.scorer import score
 
     question = question_of(doc)
     dataset = Dataset(path=f"lm-eval:{doc['subset']}", version=doc["version"], subset=doc["subset"],
                       questions=[question])
     reply = Reply(text=str(results[0] or "")) if results else None
-    options = question.options if isinstance(question, ChoiceQuestion) else None
-    submission = submission_of({question.qid: parse_one(reply, options)})
+    parsed, citation = read_reply(reply, question, TEMPLATES.lookup(doc["template"]).evidence_form)
+    submission = submission_of({question.qid: parsed})
     scored = score(dataset, submission).questions[0]
-    _, _, grounding = ground(dataset, submission)
+    _, _, grounding = ground(dataset, submission, None if citation is None else {question.qid: citation})
     return {"ANS_F1": scored.answer, "EVI_F1": float(scored.evidence or 0.0),
             "ALL_F1": float(scored.overall or 0.0), "EVI_UNTRUSTWORTHY": untrustworthy(grounding)}
 

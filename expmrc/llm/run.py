@@ -14,13 +14,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from expmrc.data.datasets import ChoiceQuestion, Dataset, dataset_document
+from expmrc.data.datasets import ChoiceQuestion, Dataset, Question, dataset_document
 from expmrc.data.io import atomic_directory
 from expmrc.data.runs import (LLM_DATASET, LLM_FILES, LLM_GROUNDED, LLM_PREDICTIONS, LLM_RESPONSES, LLM_SCORES,
                               RUN_INFO, Environment, RunRecord)
 from expmrc.errors import ExpmrcError
 from expmrc.llm.backends import BACKENDS, CONTRACT, Backend, public_url
 from expmrc.llm.chat import Sampling, SystemPrompt, build_requests, read_system_prompt
+from expmrc.llm.citations import Citation, cite, citation_summary, evidence_record, ground_cited
 from expmrc.llm.completion import Reply
 from expmrc.llm.config import LLMConfig
 from expmrc.llm.fetch import Fetched
@@ -83,7 +84,7 @@ def prepare(args: LLMConfig) -> Prepared:
     dataset = limited(load_dataset(args.subset), args.limit)
     system = read_system_prompt(args.system_prompt, args.no_system)
     check_outputs(args, inputs_of(args, dataset))
-    template = choose_template(args.template, dataset.kind, dataset.language)
+    template = choose_template(args.template, dataset.kind, dataset.language, args.evidence_form)
     if args.prompt:
         template = template_from_file(args.prompt, template)
     shots, dev_shots = draw_shots(args.shots_file or "", args.shots, args.seed, dataset, args.allow_dev_shots) \
@@ -190,14 +191,25 @@ def parse_one(reply: Reply | None, options: list[str] | None) -> Parsed:
         return Parsed("", "", "failed", "JSON nested too deeply to read")
 
 
-def parse_requests(prepared: Prepared, replies: dict[str, Reply]) -> dict[str, Parsed]:
-    """Every request's parsed reply, by request id; a request without a reply (absent from a Batch file) fails."""
-    parsed = {}
+def read_reply(reply: Reply | None, question: Question, form: str) -> tuple[Parsed, Citation | None]:
+    """One reply read as a run reads it: parsed and, for the `ids` evidence form, its citations turned into the
+    cited sentences' text (expmrc/llm/citations.py); the citation, or None for the quote form."""
+    parsed = parse_one(reply, question.options if isinstance(question, ChoiceQuestion) else None)
+    if form != "ids":
+        return parsed, None
+    return cite(parsed, reply.text if reply is not None and not reply.error else None, question)
+
+
+def parse_requests(prepared: Prepared, replies: dict[str, Reply]) -> tuple[dict[str, Parsed], dict[str, Citation]]:
+    """Every request's parsed reply, by request id, and (ids form) its citation; a request without a reply
+    (absent from a Batch file) fails."""
+    parsed, cited = {}, {}
     for question in prepared.dataset.questions:
-        options = question.options if isinstance(question, ChoiceQuestion) else None
         for rid in request_ids(question.qid, prepared.sampling.samples):
-            parsed[rid] = parse_one(replies.get(rid), options)
-    return parsed
+            parsed[rid], citation = read_reply(replies.get(rid), question, prepared.template.evidence_form)
+            if citation is not None:
+                cited[rid] = citation
+    return parsed, cited
 
 
 def parse_counts(parsed: dict[str, Parsed]) -> dict[str, int]:
@@ -292,11 +304,13 @@ def write_run(path: str, overwrite: bool, files: dict[str, Any], records: list[d
         Path(staging, LLM_RESPONSES).write_text("".join(json_text(r) + "\n" for r in records), encoding="utf-8")
 
 
-def ground(dataset: Dataset, submission: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The grounded submission, each question's grounding details by id, and the grounding summary."""
+def ground(dataset: Dataset, submission: dict[str, Any], cited: dict[str, Citation] | None = None
+           ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The grounded submission, each question's grounding details by id, and the grounding summary; with
+    `cited` (the ids form, by question id) each evidence is grounded by its citation."""
     from expmrc.text.grounding import ground_submission
 
-    result = ground_submission(dataset, submission)
+    result = ground_submission(dataset, submission) if cited is None else ground_cited(dataset, submission, cited)
     details = {d["id"]: {k: v for k, v in d.items() if k != "id"} for d in result.details}
     return result.submission, details, result.summary()
 
@@ -309,22 +323,31 @@ def scores(dataset: Dataset, submission: dict[str, Any], name: str) -> dict[str,
     return score(dataset, submission, name, metrics=select(None, dataset)).summary()
 
 
-def vote(prepared: Prepared, parsed: dict[str, Parsed]) -> tuple[dict[str, Choice] | None, dict[str, Any]]:
-    """With --samples N > 1, each question's chosen reply and every sample's grounding; else (None, {})."""
+def vote(prepared: Prepared, parsed: dict[str, Parsed], cited: dict[str, Citation]
+         ) -> tuple[dict[str, Choice] | None, dict[str, Any]]:
+    """With --samples N > 1, each question's chosen reply and every sample's grounding (the ids form's evidence
+    by its citation); else (None, {})."""
     if prepared.sampling.samples == 1:
         return None, {}
     details = sample_grounding(prepared.dataset, prepared.asked, parsed, prepared.sampling.samples)
+    if cited:
+        questions = {q.qid: q for q in prepared.dataset.questions}
+        for qid, rids in prepared.asked.items():
+            for rid in rids:
+                details[rid]["evidence"] = evidence_record(questions[qid], cited[rid])
     return choose(prepared.asked, parsed, details, prepared.dataset.kind), details
 
 
 def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backend | None, started: float) -> list[str]:
     """Parse, vote, ground, score and write the run folder; return the lines to print."""
     dataset = prepared.dataset
-    parsed = parse_requests(prepared, fetched.replies)
-    choices, sample_details = vote(prepared, parsed)
-    final = {qid: parsed[choices[qid].rid if choices else qid] for qid in prepared.asked}
+    parsed, cited = parse_requests(prepared, fetched.replies)
+    choices, sample_details = vote(prepared, parsed, cited)
+    chosen = {qid: choices[qid].rid if choices else qid for qid in prepared.asked}
+    final = {qid: parsed[rid] for qid, rid in chosen.items()}
+    final_cited = {qid: cited[rid] for qid, rid in chosen.items()} if cited else None
     submission = submission_of(final)
-    grounded, details, grounding = ground(dataset, submission)
+    grounded, details, grounding = ground(dataset, submission, final_cited)
     raw_scores, grounded_scores = scores(dataset, submission, "predictions.json"), scores(dataset, grounded, "grounded.json")
     problems = reply_problems(prepared, fetched)
     info = run_info(args, prepared, fetched, backend, parse_counts(final), started, problems, choices)
@@ -332,7 +355,9 @@ def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backe
                        public_command(args.command))
     summary = {"raw": raw_scores, "grounded": grounded_scores, "grounding": grounding, "parse": info["parse"],
                "dev_shots": prepared.dev_shots, "questions": len(dataset.questions), "limit": args.limit,
-               "samples": info["samples"], **problems}
+               "samples": info["samples"], "evidence_form": prepared.template.evidence_form, **problems}
+    if final_cited is not None:
+        summary["citations"] = citation_summary(final_cited)
     records = response_records(prepared, fetched, parsed, details, choices, sample_details)
     files = {LLM_PREDICTIONS: submission, LLM_GROUNDED: grounded, RUN_INFO: record.as_json(), LLM_SCORES: summary}
     if args.limit is not None:
@@ -358,6 +383,7 @@ def run_info(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Bac
                    "system_fingerprints": sorted({r.system_fingerprint for r in replies.values() if r.system_fingerprint})},
         "dataset": prepared.dataset.path, "subset": prepared.dataset.subset, "questions": len(prepared.dataset.questions),
         "limit": args.limit, "template": {"name": template.name, "version": template.version, "sha256": template.sha256},
+        "evidence_form": template.evidence_form,
         "system_prompt": {"source": system.source, "merged_into_user_turn": system.merge,
                           "sha256": _sha256(system_text)},
         "shots": {"k": len(prepared.shots), "file": args.shots_file, "seed": args.seed,
@@ -428,6 +454,9 @@ def summary_lines(path: str, summary: dict[str, Any], info: dict[str, Any]) -> l
     lines = [(f"{summary['questions']} questions: {replies['sent']} requests sent, {replies['cached']} from the "
               f"cache{old}"), f"parsed: {parse}", f"grounding: {counts}",
              trust_line(summary["grounding"])]
+    if (cited := summary.get("citations")) is not None:
+        lines.append(f"citations: {cited['cited']} questions cite passage sentences, {cited['out_of_range']} cite a "
+                     f"number that is no sentence (unverified), {cited['none']} cite none (missing)")
     if (samples := summary["samples"])["n"] > 1:
         lines.append(f"samples: {samples['n']} per question, mean agreement {100 * samples['mean_agreement']:.1f}% "
                      f"({samples['unanimous']} questions unanimous)")

@@ -27,7 +27,7 @@ from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion, load_d
 from expmrc.data.submissions import Prediction, load_submission, parse_prediction
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import Metric, select
-from expmrc.reports.llm_replies import attach_llm_replies
+from expmrc.reports.llm_replies import attach_llm_replies, llm_run
 from expmrc.reports.pages import asset, json_value, pyplot, render, svg
 from expmrc.scoring.scorer import QuestionScore, Report, no_match_problem, score, signature
 from expmrc.scoring.stats import Resampling, compare
@@ -51,6 +51,7 @@ class Submission:
     name: str
     report: Report
     predictions: dict[str, Prediction]
+    run: str = ""  # the `expmrc llm` run it comes from (model, template, evidence form), if any
 
 
 def load_submissions(dataset: Dataset, paths: Sequence[str], metrics: list[Metric],
@@ -69,7 +70,7 @@ def load_submissions(dataset: Dataset, paths: Sequence[str], metrics: list[Metri
         attach_llm_replies(report, path)  # an `expmrc llm` run's replies, shown per question
         predictions = {q.qid: parse_prediction(path, q.qid, entries[q.qid])
                        for q in dataset.questions if q.qid in entries}
-        submissions.append(Submission(names[k] if names else path, report, predictions))
+        submissions.append(Submission(names[k] if names else path, report, predictions, llm_run(path)))
     return submissions
 
 
@@ -378,7 +379,7 @@ def render_report(dataset: Dataset, submissions: list[Submission], answer_thresh
         title=title or f"ExpMRC report: {dataset.subset}, " + " vs ".join(sub.name for sub in submissions),
         version=__version__, dataset=dataset, language=dataset.language,
         signature=signature([sub.report for sub in submissions]),
-        submissions=[{"letter": letter, "name": sub.name, "path": sub.report.prediction_path}
+        submissions=[{"letter": letter, "name": sub.name, "path": sub.report.prediction_path, "run": sub.run}
                      for letter, sub in zip(LETTERS, submissions)],
         columns=columns, summary=summary,
         types=list(by_type[0]), by_type=by_type,

@@ -1,5 +1,7 @@
-"""LLM replies on `expmrc report` pages: for a submission inside an `expmrc llm` run folder, each question
-shows the raw reply, the parsed answer and its parse status, and the grounding status of each field."""
+"""LLM replies on `expmrc report` pages: for a submission inside an `expmrc llm` run folder, the page names
+the run (model, template, evidence form: quoted or cited by sentence number) and each question shows the raw
+reply, the parsed answer and its parse status, the grounding status of each field and, for the ids form, the
+sentences cited."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from expmrc.data.runs import LLM_RESPONSES, peek
+from expmrc.data.runs import LLM_RESPONSES, RunRecord, peek
 from expmrc.errors import ExpmrcError
 
 
@@ -29,12 +31,36 @@ def llm_replies(submission_path: str) -> dict[str, dict[str, Any]]:
                 **{f"{key} changes": "; ".join(f"“{c['quote']}” for “{c['passage']}” ({c['kind']})"
                                                for c in value["changes"])
                    for key, value in grounding.items() if value.get("changes")},
+                **_citations(grounding.get("evidence") or {}),
                 "raw reply": record.get("reply"),
             }
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise ExpmrcError(f"{path}: line {number}: not an `expmrc llm` "
                           f"responses file ({type(exc).__name__})") from None
     return shown
+
+
+def _citations(evidence: dict[str, Any]) -> dict[str, str]:
+    """The sentences an ids-form reply cited, and the numbers it cited that name none (nothing for a quote)."""
+    if "cited" not in evidence:
+        return {}
+    shown = {"cited sentences": ", ".join(str(n) for n in evidence["cited"]) or "none"}
+    if evidence.get("out_of_range_count"):
+        shown["cited, naming no sentence"] = ", ".join(evidence["out_of_range"]) + (
+            " ..." if evidence["out_of_range_count"] > len(evidence["out_of_range"]) else "")
+    return shown
+
+
+def llm_run(submission_path: str) -> str:
+    """One line naming the `expmrc llm` run a submission sits in (model, template, evidence form), else ""."""
+    record: RunRecord | None = peek(Path(submission_path).parent)
+    if record is None or record.kind != "llm":
+        return ""
+    template = record.get("template")
+    name = template.get("name") if isinstance(template, dict) else None
+    form = record.get("evidence_form") or "quote"  # runs recorded before the ids form quoted
+    evidence = "evidence cited by sentence number" if form == "ids" else "evidence quoted"
+    return f"expmrc llm: {record.get('model')}, template {name}, {evidence} (--evidence-form {form})"
 
 
 def attach_llm_replies(report: Any, submission_path: str) -> None:

@@ -119,3 +119,19 @@ def cached_rows(cache: Path) -> int:
 
     with sqlite3.connect(cache) as db:
         return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+
+def run_lm_eval(command: list[str], env: dict, out: Path, group: str) -> tuple[dict, dict[str, list[dict]]]:
+    """Run `lm-eval run` (`command`, whose --output_path is `out`); its results by task, and each subset's
+    samples of task `{group}_{subset}` in document order."""
+    import subprocess
+
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(next(out.rglob("results_*.json")).read_text(encoding="utf-8"))
+    samples = {}
+    for subset in DATASETS:
+        path = next(out.rglob(f"samples_{group}_{subset}_*.jsonl"))
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        samples[subset] = sorted(lines, key=lambda s: s["doc_id"])
+    return results["results"], samples

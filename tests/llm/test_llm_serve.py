@@ -5,27 +5,16 @@ so every question must fail to parse, be counted, and still be in a submission t
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers.common import environment
 from helpers.llm_data import official_scores, write_dataset
+from helpers.serve import transformers_serve
 from helpers.tiny_chat import make_tiny_chat_model
 
 from expmrc.cli import main
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -36,23 +25,8 @@ def tiny_model(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def server(tiny_model):
     """`transformers serve` pinned to the tiny model; its URL while the module's tests run."""
-    port = free_port()
-    command = [str(Path(sys.executable).parent / "transformers"), "serve", tiny_model, "--host", "127.0.0.1",
-               "--port", str(port), "--device", "cpu"]
-    process = subprocess.Popen(command, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline and process.poll() is None:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        process.kill()
-        pytest.fail("transformers serve did not come up on 127.0.0.1")
-    yield f"http://127.0.0.1:{port}/v1"
-    process.terminate()
-    process.wait(timeout=30)
+    with transformers_serve(tiny_model) as url:
+        yield url
 
 
 def check_gibberish_run(run: Path, dataset: str, questions: int) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.common import environment, needs_punkt
-from helpers.llm_data import DATASETS, write_dataset
+from helpers.llm_data import DATASETS, run_lm_eval, write_dataset
 from helpers.scripted_chat import REPLY, make_scripted_chat_model
 
 from expmrc.cli import main
@@ -37,15 +37,8 @@ def harness_run(tmp_path_factory):
     command = [sys.executable, "-m", "lm_eval", "run", "--model", "hf", "--model_args",
                f"pretrained={model},dtype=float32", "--device", "cpu", "--batch_size", "4", "--tasks", "expmrc",
                "--include_path", include, "--apply_chat_template", "--log_samples", "--output_path", str(root / "out")]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(next((root / "out").rglob("results_*.json")).read_text(encoding="utf-8"))
-    samples = {}
-    for subset in SUBSETS:
-        path = next((root / "out").rglob(f"samples_expmrc_{subset}_*.jsonl"))
-        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-        samples[subset] = sorted(lines, key=lambda s: s["doc_id"])
-    return {"model": model, "data": root / "data", "results": results["results"], "samples": samples}
+    results, samples = run_lm_eval(command, env, root / "out", "expmrc")
+    return {"model": model, "data": root / "data", "results": results, "samples": samples}
 
 
 def batch_output(samples: list[dict], path: Path) -> str:
