@@ -9,6 +9,7 @@ table of 100,000 rows, marks that never close).
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -88,9 +89,10 @@ def elements(text: str, role_of: dict[str, str]) -> tuple[list[Element], list[tu
     return found, spans
 
 
-def key(name: object) -> str:
+@functools.lru_cache(maxsize=1024)
+def key(name: str) -> str:
     """A key, tag or heading name compared loosely: NFKC, lower case, spaces and hyphens as `_`."""
-    return re.sub(r"[\s\-]+", "_", unicodedata.normalize("NFKC", str(name)).strip().lower())
+    return re.sub(r"[\s\-]+", "_", unicodedata.normalize("NFKC", name).strip().lower())
 
 
 SEPARATOR_CELL = re.compile(r":?-{2,}:?|:?-:?")

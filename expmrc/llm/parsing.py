@@ -178,7 +178,7 @@ def _text_value(value: object) -> list[str]:
     if isinstance(value, list):
         return [text for element in value for text in _text_value(element)]
     if isinstance(value, dict):
-        lowered = {key(k): v for k, v in value.items()}
+        lowered = {key(str(k)): v for k, v in value.items()}
         for name in _INNER_ANSWER_KEYS:
             if isinstance(lowered.get(name), str | int) and not isinstance(lowered.get(name), bool):
                 return [str(lowered[name])]
@@ -200,7 +200,7 @@ def _levels(obj: dict) -> list[list[dict]]:
 
 
 def _field(holder: dict, keys: tuple[str, ...]) -> object:
-    lowered = {key(k): v for k, v in holder.items()}
+    lowered = {key(str(k)): v for k, v in holder.items()}
     return next((lowered[name] for name in keys if name in lowered), None)
 
 
@@ -477,6 +477,7 @@ def _line_hits(found: _Found, lines: list[str], raw: list[str], i: int, offset: 
     return used
 
 
+@functools.lru_cache(maxsize=1024)
 def _role(cell: str) -> str | None:
     """Whether a table cell is a heading naming the answer or the evidence (`Answer`, `**证据**`, `原文依据`)."""
     name = cell.strip().strip("*_`【】[]:：").strip()
@@ -575,8 +576,10 @@ def _usable(statements: list[Statement], options: list[str] | None) -> tuple[lis
     """Each statement that names an answer, with that answer (a letter for choice); and why the last
     one that did not, did not."""
     usable, why = [], ""
+    read: dict[tuple[str, str], tuple[str | None, str]] = {}  # a value stated again is read once
     for statement in sorted(statements, key=lambda s: s.position):
-        answer, reason = _answer_of(statement, options)
+        said = (statement.value, statement.source)
+        answer, reason = read[said] if said in read else read.setdefault(said, _answer_of(statement, options))
         if answer is None:
             why = reason
         else:
