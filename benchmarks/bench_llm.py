@@ -196,7 +196,9 @@ def parsing_costs(parsers: dict[str, Callable[..., Any]]) -> None:
               "table of 100,000 rows": "| Answer | Evidence |\n|---|---|\n" + "| B | It began to rain. |\n" * 100_000}
     for name, reply in shapes.items():
         for label, parse in parsers.items():
-            print(f"parse {name:<32} {label:<8} {cpu_seconds(parse, reply, OPTIONS):6.2f} s ({parse(reply, OPTIONS).note})")
+            read = parse(reply, OPTIONS)
+            print(f"parse {name:<32} {label:<8} {cpu_seconds(parse, reply, OPTIONS):6.2f} s (answer {read.answer!r}; "
+                  f"{read.note or 'no note'})")
     for label, parse in parsers.items():
         corpus = [case for _, found in corpora() for case in found]
         started = time.process_time()

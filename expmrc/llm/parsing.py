@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from expmrc.data.datasets import LABELS
 from expmrc.llm.jsonscan import scan
-from expmrc.llm.markup import Quotations, cells, elements, is_list_item, is_separator, key, unlisted
+from expmrc.llm.markup import OPEN_QUOTES, Quotations, cells, elements, is_list_item, is_separator, key, unlisted
 from expmrc.llm.markup import strip_reasoning as strip_reasoning
 
 STATUSES = ("json", "text", "revised", "failed")  # how the answer was found; `revised`: several differed
@@ -52,7 +52,6 @@ ROLES = {**{k: "answer" for k in ANSWER_KEYS if k not in _GENERIC}, "short_answe
          **{k: "evidence" for k in EVIDENCE_KEYS}}
 PLACEHOLDER = re.compile(r"<[^<>]*>")
 MARKDOWN = re.compile(r"\*\*|__|`")
-OPEN_QUOTES = {'"': '"', "“": "”", "'": "'", "「": "」", "『": "』", "‘": "’", "«": "»"}
 
 
 @dataclass(frozen=True)
