@@ -1,6 +1,6 @@
 """Throughput of `expmrc llm`'s request path, of grounding and of reply parsing.
 
-    python benchmarks/bench_llm.py [--requests 24] [--latency 0.1] [--no-serve] [--parse-only]
+    python benchmarks/bench_llm.py [--requests 24] [--latency 0.1] [--no-serve] [--parse-only] [--against REF]
 
 1. Requests/s at concurrency 1, 4 and 16 (ratio to 1, measured in the same run) against two servers on
    127.0.0.1: `transformers serve` with a tiny random chat model (generation-bound, one CPU process) and
@@ -12,13 +12,18 @@
    sentence), grounded with `expmrc.text.grounding.ground_submission`.
 4. Reply parsing (`expmrc.llm.parsing.parse_reply`, CPU seconds): hostile replies of 0.25, 0.5 and 1 MB
    in many shapes, with the ratio of the 1 MB time to the 0.25 MB time measured in the same run (4 means
-   linear, 16 quadratic); a reply nested 50,000 deep; and the realistic replies of the test corpus
-   (tests/helpers/reply_corpus*.py), per reply.
+   linear, 16 quadratic); a reply nested 50,000 deep, XML-style tags left open 100,000 deep and a table of
+   100,000 rows; the realistic replies of the test corpus (tests/helpers/reply_corpus*.py), per reply; and
+   how many of the corpus's answers and quotes are read as the replies state them, per corpus (tuned,
+   held-out, held-out shapes), language and task. With --against REF (a git commit or branch) the parser
+   of REF (its parsing.py, jsonscan.py and markup.py, read with `git show`) is timed and scored on the same
+   replies in the same run, beside the working tree's.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import socket
 import subprocess
@@ -26,7 +31,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -40,7 +47,7 @@ from expmrc.data.datasets import load_dataset, passage_of
 from expmrc.llm.backends import OpenAIBackend
 from expmrc.llm.cache import ResponseCache
 from expmrc.llm.fetch import fetch
-from expmrc.llm.parsing import parse_reply
+from expmrc.llm import parsing
 from expmrc.text.grounding import ground_submission
 
 
@@ -141,31 +148,95 @@ HOSTILE = {  # name: (unit repeated to the size, multiple choice?)
 }
 
 
-def cpu_seconds(reply: str, options: list[str] | None) -> float:
+HOSTILE.update({  # the markup read since issue 30
+    "XML tags left open": ("<answer>", True),
+    "mismatched XML tags": ("<answer>B</evidence>", True),
+    "think left open, answers in it": ("<think>Answer: B ", True),
+    "table rows": ("| Answer | B |\n", True),
+    "table rows under a header": ("| Answer | Evidence |\n| B | x |\n", True),
+    "evidence list items": ("Evidence:\n1. x\n\n", False),
+    "nested Chinese quotes": ("原文“", False),
+    "notes in parentheses": ("答案：B（原文：", True),
+})
+
+
+def reference_parser(ref: str) -> Callable[..., Any]:
+    """`parse_reply` as it stands at git REF: its parsing.py, jsonscan.py and markup.py (where REF has one)
+    read with `git show`, imported under other names so both parsers live in this process."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-parse-ref-"))
+    for name in ("parsing", "jsonscan", "markup"):
+        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:expmrc/llm/{name}.py"], capture_output=True,
+                               text=True, check=False)
+        if shown.returncode == 0:
+            source = shown.stdout.replace("expmrc.llm.jsonscan", "ref_jsonscan").replace("expmrc.llm.markup", "ref_markup")
+            (folder / f"ref_{name}.py").write_text(source, encoding="utf-8")
+        elif name == "parsing":
+            raise SystemExit(f"git show {ref}:expmrc/llm/parsing.py failed: {shown.stderr.strip()}")
+    sys.path.insert(0, str(folder))
+    return importlib.import_module("ref_parsing").parse_reply
+
+
+def cpu_seconds(parse: Callable[..., Any], reply: str, options: list[str] | None) -> float:
     started = time.process_time()
-    parse_reply(reply, options)
+    parse(reply, options)
     return time.process_time() - started
 
 
-def parsing_costs() -> None:
+def parsing_costs(parsers: dict[str, Callable[..., Any]]) -> None:
     sizes = (250_000, 500_000, 1_000_000)
     for name, (unit, choice) in HOSTILE.items():
         prefix = '{"a": ' if unit == "[" else ""
-        times = [cpu_seconds(prefix + unit * (size // len(unit)), OPTIONS if choice else None) for size in sizes]
-        cells = "  ".join(f"{size / 1e6:.2f} MB {t:6.2f} s" for size, t in zip(sizes, times))
-        print(f"parse {name:<28} {cells}   1 MB / 0.25 MB: x{times[-1] / max(times[0], 1e-9):.1f}")
+        for label, parse in parsers.items():
+            times = [cpu_seconds(parse, prefix + unit * (size // len(unit)), OPTIONS if choice else None)
+                     for size in sizes]
+            cells = "  ".join(f"{size / 1e6:.2f} MB {t:6.2f} s" for size, t in zip(sizes, times, strict=True))
+            print(f"parse {name:<32} {label:<8} {cells}   1 MB / 0.25 MB: x{times[-1] / max(times[0], 1e-9):.1f}")
     deep = "{" * 50_000 + '"answer": "B"' + "}" * 50_000
-    print(f"parse nested 50,000 deep            {cpu_seconds(deep, OPTIONS):.2f} s ({parse_reply(deep, OPTIONS).note})")
+    shapes = {"JSON nested 50,000 deep": deep, "XML tags left open 100,000 deep": "<answer><evidence>" * 50_000,
+              "table of 100,000 rows": "| Answer | Evidence |\n|---|---|\n" + "| B | It began to rain. |\n" * 100_000}
+    for name, reply in shapes.items():
+        for label, parse in parsers.items():
+            read = parse(reply, OPTIONS)
+            print(f"parse {name:<32} {label:<8} {cpu_seconds(parse, reply, OPTIONS):6.2f} s (answer {read.answer!r}; "
+                  f"{read.note or 'no note'})")
+    for label, parse in parsers.items():
+        corpus = [case for _, found in corpora() for case in found]
+        started = time.process_time()
+        for _ in range(10):
+            for case in corpus:
+                parse(case.reply, list(case.item.options) or None)
+        per_reply = (time.process_time() - started) / (10 * len(corpus))
+        print(f"parse realistic replies ({len(corpus)} styles) {label:<8} {1e6 * per_reply:.0f} µs per reply")
+
+
+def corpora() -> list[tuple[str, list[Any]]]:
     from helpers.reply_corpus import STYLES, cases
     from helpers.reply_corpus_heldout import HELD_OUT
+    from helpers.reply_corpus_heldout_shapes import HELD_OUT_SHAPES
 
-    corpus = cases(STYLES) + cases(HELD_OUT)
-    started = time.process_time()
-    for _ in range(10):
-        for case in corpus:
-            parse_reply(case.reply, list(case.item.options) or None)
-    per_reply = (time.process_time() - started) / (10 * len(corpus))
-    print(f"parse realistic replies ({len(corpus)} styles): {1e6 * per_reply:.0f} µs per reply")
+    return [("tuned", cases(STYLES)), ("held-out", cases(HELD_OUT)), ("held-out shapes", cases(HELD_OUT_SHAPES))]
+
+
+def corpus_rates(parsers: dict[str, Callable[..., Any]]) -> None:
+    """Answers and quotes read as the corpus's replies state them, per corpus, language and task (the
+    HTTP test tests/llm/test_reply_corpus.py checks the same through `expmrc llm`)."""
+    from helpers.reply_corpus import same_quote
+
+    for label, parse in parsers.items():
+        for corpus, found in corpora():
+            counts: dict[str, list[int]] = {}
+            for case in found:
+                read = parse(case.reply, list(case.item.options) or None)
+                row = counts.setdefault(case.kind, [0, 0, 0, 0])
+                row[0] += read.answer == case.answer
+                row[1] += 1
+                if case.evidence is not None:
+                    row[2] += same_quote(read.evidence, case.evidence)
+                    row[3] += 1
+            total = [sum(row[i] for row in counts.values()) for i in range(4)]
+            cells = "  ".join(f"{kind} {r[0]}/{r[1]} {r[2]}/{r[3]}" for kind, r in sorted(counts.items()))
+            print(f"read {corpus:<16} {label:<8} answers {total[0]}/{total[1]} = {total[0] / total[1]:6.1%}  quotes "
+                  f"{total[2]}/{total[3]} = {total[2] / total[3]:6.1%}   ({cells}: answers, quotes)")
 
 
 def main() -> None:
@@ -175,10 +246,15 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=16, help="reply length asked of the tiny model")
     parser.add_argument("--no-serve", action="store_true", help="leave out transformers serve")
     parser.add_argument("--parse-only", action="store_true", help="measure reply parsing only")
+    parser.add_argument("--against", metavar="REF", help="also time and score the parser of this git commit or branch")
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
+    parsers: dict[str, Callable[..., Any]] = {"now": parsing.parse_reply}
+    if args.against:
+        parsers[args.against[:8]] = reference_parser(args.against)
     if args.parse_only:
-        parsing_costs()
+        corpus_rates(parsers)
+        parsing_costs(parsers)
         return
     if not args.no_serve:
         with tempfile.TemporaryDirectory() as folder:
@@ -194,7 +270,8 @@ def main() -> None:
                           args.max_tokens)
     cache_hit_cost(200)
     grounding_rates()
-    parsing_costs()
+    corpus_rates(parsers)
+    parsing_costs(parsers)
 
 
 if __name__ == "__main__":

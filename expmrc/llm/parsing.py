@@ -1,16 +1,23 @@
 """Turning a model's reply into an answer and an evidence quote, whatever shape the reply takes.
 
-Reasoning blocks (`<think>…</think>`) are dropped first. Then every *statement* of an answer is
-collected, in reply order: JSON objects holding an answer key (found and repaired by `jsonscan`,
-nested ones such as `{"result": {...}}` included) and statements in the text (`Answer: C`, `The answer
-is C`, `### Answer` over its value, `\\boxed{C}`, `C is correct`, `答案：C`, `故选C`, `我选择C`,
-`正确选项为C`, `C项正确`). The final statement is the answer, by one rule for JSON and text; when earlier
-ones differ the status is `revised` and the note lists them. With no statement, a multiple-choice reply
-whose lines name one option on their own (`C`, `(C)`, `C. text`, an option's text) gives that option.
+Reasoning is dropped first (`<think>…</think>` and its kin, `markup.strip_reasoning`; a block left open
+ends only where an answer block opens, so nothing inside reasoning is ever read). Then every *statement*
+of an answer is collected, in reply order: JSON objects holding an answer key (found and repaired by
+`jsonscan`, nested ones such as `{"result": {...}}` included), XML-style elements (`<answer>…</answer>`,
+`<答案>…</答案>`), markdown table rows (`| Answer | Evidence |` over its values, or `| Answer | C |`), and
+statements in the text (`Answer: C`, `The answer is C`, `### Answer` over its value, `\\boxed{C}`,
+`C is correct`, `答案：C`, `故选C`, `我选择C`, `正确选项为C`, `C项正确`). A field that frames its answer in
+words (`{"answer": "The answer is C"}`, `<答案>答案是：上海</答案>`) states what the words state. The final
+statement is the answer, by one rule for all; when earlier ones differ the status is `revised` and the
+note lists them. With no statement, a multiple-choice reply whose lines name one option on their own
+(`C`, `(C)`, `C. text`, an option's text) gives that option.
 
-The evidence is the one stated with the final answer (same JSON object), else the last one stated
-anywhere (an evidence key or an `Evidence:`/`证据：` line), else the last quotation the reply
-introduces as the passage's (`The passage says "…"`, `原文说“…”`, a `>` block quote).
+The evidence is the one stated with the final answer (same JSON object or table row), else the last one
+stated anywhere (an evidence key, element or column, an `Evidence:`/`证据：` line, a numbered or bulleted
+list under one, read as its items joined by spaces), else the last quotation the reply introduces as the
+passage's (`The passage says "…"`, `原文说“…”`, a `>` block quote). A quotation holding a quotation in
+the same marks (`“…“诚”字…”`) runs to its own closing mark; a note in parentheses after an answer
+(`答案：X（原文：…）`) is no part of it.
 
 For multiple choice the answer becomes a letter; an option's text is matched before a leading
 letter-like word is read as a letter (`A clerk.` is the option whose text it is, not A). Nothing here
@@ -26,6 +33,8 @@ from dataclasses import dataclass
 
 from expmrc.data.datasets import LABELS
 from expmrc.llm.jsonscan import scan
+from expmrc.llm.markup import OPEN_QUOTES, Quotations, cells, elements, is_list_item, is_separator, key, unlisted
+from expmrc.llm.markup import strip_reasoning as strip_reasoning
 
 STATUSES = ("json", "text", "revised", "failed")  # how the answer was found; `revised`: several differed
 ANSWER_KEYS = ("answer", "final_answer", "correct_answer", "correct_option", "correct_choice", "answer_letter",
@@ -36,10 +45,13 @@ EVIDENCE_KEYS = ("evidence", "evidences", "supporting_evidence", "supporting_sen
                  "citation", "source_sentence", "relevant_sentence", "证据", "原文依据", "原文", "依据", "引文",
                  "原句", "文中原句", "证据句", "支持句", "相关原文", "出处")
 _INNER_ANSWER_KEYS = ("letter", "label", "option", "choice", "answer", "text", "value", "content")
-TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
+# Tag names and table headings that label an answer or evidence: every key, except the words a table of
+# options or a list of them uses for itself (`| Option | Analysis |`, `<option>`)
+_GENERIC = ("option", "choice", "选项", "prediction")
+ROLES = {**{k: "answer" for k in ANSWER_KEYS if k not in _GENERIC}, "short_answer": "answer",
+         **{k: "evidence" for k in EVIDENCE_KEYS}}
 PLACEHOLDER = re.compile(r"<[^<>]*>")
 MARKDOWN = re.compile(r"\*\*|__|`")
-OPEN_QUOTES = {'"': '"', "“": "”", "'": "'", "「": "」", "『": "』", "‘": "’", "«": "»"}
 
 
 @dataclass(frozen=True)
@@ -59,25 +71,7 @@ class Statement:
     position: int
     value: str
     evidence: str | None
-    source: str  # "json" or "text"
-
-
-def strip_reasoning(reply: str) -> str:
-    """The reply without reasoning blocks: text before a lone `</think>` (a template-opened block) and
-    after an unclosed `<think>` (the reply ran out while reasoning) is dropped too. One pass."""
-    kept, position, inside = [], 0, False
-    for tag in TAG.finditer(reply):
-        closing = bool(tag.group(1))
-        if not closing and not inside:
-            kept.append(reply[position:tag.start()])
-            inside = True
-        elif closing and inside:
-            inside, position = False, tag.end()
-        elif closing:  # a close without an open: everything so far was reasoning
-            kept, position = [], tag.end()
-    if not inside:
-        kept.append(reply[position:])
-    return "".join(kept).strip()
+    source: str  # "json", "text", or "field" (an XML-style element or a table cell: as written, like JSON)
 
 
 def fold(text: str) -> str:
@@ -183,15 +177,11 @@ def _text_value(value: object) -> list[str]:
     if isinstance(value, list):
         return [text for element in value for text in _text_value(element)]
     if isinstance(value, dict):
-        lowered = {_key(k): v for k, v in value.items()}
-        for key in _INNER_ANSWER_KEYS:
-            if isinstance(lowered.get(key), str | int) and not isinstance(lowered.get(key), bool):
-                return [str(lowered[key])]
+        lowered = {key(str(k)): v for k, v in value.items()}
+        for name in _INNER_ANSWER_KEYS:
+            if isinstance(lowered.get(name), str | int) and not isinstance(lowered.get(name), bool):
+                return [str(lowered[name])]
     return []
-
-
-def _key(key: object) -> str:
-    return re.sub(r"[\s\-]+", "_", unicodedata.normalize("NFKC", str(key)).strip().lower())
 
 
 def _levels(obj: dict) -> list[list[dict]]:
@@ -209,16 +199,15 @@ def _levels(obj: dict) -> list[list[dict]]:
 
 
 def _field(holder: dict, keys: tuple[str, ...]) -> object:
-    lowered = {_key(k): v for k, v in holder.items()}
-    return next((lowered[key] for key in keys if key in lowered), None)
+    lowered = {key(str(k)): v for k, v in holder.items()}
+    return next((lowered[name] for name in keys if name in lowered), None)
 
 
 def _evidence_value(value: object) -> str | None:
-    if isinstance(value, list):
-        value = " ".join(str(v).strip() for v in value if isinstance(v, str | int | float) and str(v).strip())
-    if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value).strip():
-        return str(value).strip()
-    return None
+    """The quote a JSON value holds: a string (see `_evidence_text`) or number, a list of them joined."""
+    items = value if isinstance(value, list) else [value]
+    texts = [_evidence_text(str(v)) for v in items if isinstance(v, str | int | float) and not isinstance(v, bool)]
+    return " ".join(t for t in texts if t) or None
 
 
 def _json_statements(obj: dict, position: int) -> tuple[list[Statement], str | None]:
@@ -241,20 +230,23 @@ def _json_statements(obj: dict, position: int) -> tuple[list[Statement], str | N
 # (a `letter` group, where present, is the value). `lead`: what may stand before the keyword in its clause.
 _I = re.IGNORECASE
 _LETTER = r"(?<![A-Za-z'’])[(（\[【]?\s*+(?P<letter>[A-HＡ-Ｈ])(?![A-Za-z])(?:\s*+[)）\]】])?"
+_AHEAD_LETTER = r"(?=\s*+[(（\[【]?\s*+[A-HＡ-Ｈa-h](?![A-Za-z]))"
+_ADJECTIVE = (r"(?:final|correct|right|best|true|short|my|our|(?:most\s++)?(?:likely|appropriate|suitable|accurate|"
+              r"reasonable|plausible))")
 ANSWER_PATTERNS = [  # (pattern, lead rule, tasks)
-    (re.compile(r"\b(?:(?:final|correct|right|best|true|short|my|our)\s++)?answer\b(?:\s++to\s++(?:the|this)\s++"
-                r"question)?\s*+(?:is\b|would\s++be\b|should\s++be\b|must\s++be\b|will\s++be\b|[:：=]|[-–—](?=\s))", _I),
-     "en", "span choice"),
-    (re.compile(r"\b(?:final|correct|right|best|my|our)\s++(?:option|choice)\s*+(?:is\b|would\s++be\b|[:：])", _I),
+    (re.compile(r"\b(?:" + _ADJECTIVE + r"\s++)?answer\b(?:\s++to\s++(?:the|this)\s++question)?\s*+(?:is\b|would\s++"
+                r"be\b|should\s++be\b|must\s++be\b|will\s++be\b|[:：=]|[-–—](?=\s))", _I), "en", "span choice"),
+    (re.compile(r"\b(?:" + _ADJECTIVE + r")\s++(?:option|choice)\s*+(?:is\b|would\s++be\b|[:：])", _I),
      "en", "choice"),
     (re.compile(r"\bI(?:\s++would|\s++will|'d|’d|'ll)?\s++(?:choose|pick|select|go\s++with)\b", _I), "any", "choice"),
     (re.compile(r"^A\s*+[:：]"), "any", "span"),  # "Q: …  A: …"
     (re.compile(r"(?:答案|回答)(?:选项)?\s*+(?:应该|应当|应|可能)?\s*+(?:是|为|选择|选|[:：]|[】\]])\s*+[:：]?"), "zh",
      "span choice"),
     (re.compile(r"(?<![回解])答\s*+[:：]"), "zh", "span choice"),
+    (re.compile(r"(?<![回解问])答(?!案)" + _AHEAD_LETTER), "zh", "choice"),  # 所以答C, 故答C
     (re.compile(r"正确(?:的)?(?:选项|答案|选择|的)\s*+(?:应该|应)?\s*+(?:是|为|[:：])\s*+[:：]?"), "zh", "choice"),
     (re.compile(r"我(?:们)?(?:会|应该|最终)?(?:选择|选)\s*+[:：]?"), "zh", "choice"),
-    (re.compile(r"(?:选择|选)(?!项)\s*+[:：]?(?=\s*+[(（\[【]?\s*+[A-HＡ-Ｈa-h](?![A-Za-z]))"), "zh", "choice"),
+    (re.compile(r"(?:选择|选)(?!项)\s*+[:：]?" + _AHEAD_LETTER), "zh", "choice"),
     (re.compile(r"(?i:\b(?:option|choice)\s++)?" + _LETTER + r"\s++(?i:is\s++(?:the\s++)?(?:(?:correct|right|best|true)\b"
                 r"|answer\b))"), "any", "choice"),
     (re.compile(r"(?:选项)?" + _LETTER + r"\s*+(?:项|选项)?\s*+(?:是|为)?\s*+(?:正确|对)(?:的|答案|选项)?(?![吗？?])"), "zh",
@@ -269,7 +261,7 @@ EVIDENCE_PATTERN = re.compile(
 PROSE_QUOTE = re.compile(
     r"\b(?:passage|text|article|story|author)\s++(?:says|states|mentions|notes|reads|writes|tells\s++us)(?:\s++that)?"
     r"\s*+[:,]?\s*+(?=[\"“'‘])|(?:文中|原文|文章|短文|材料|作者)(?:中)?(?:明确)?(?:提到|说|写道|指出|讲到|表明)(?:了)?\s*+[:：,，]?"
-    r"\s*+(?=[“「\"『])|(?:根据|原文|文中)(?:原文|文中|文章)?\s*+(?=[“「\"『])", _I)
+    r"\s*+(?=[“「\"『])|(?:根据|原文|文中)(?:原文|文中|文章)?\s*+(?=[“「\"『])|\b(?:source|see)\s*+[:：]\s*+(?=[\"“'‘])", _I)
 HEADING = re.compile(r"(?:final\s+|correct\s+)?answer|(?:最终|正确)?答案", _I)
 EVIDENCE_HEADING = re.compile(r"(?:supporting\s+)?evidence|quote|证据|原文依据|依据|原文", _I)
 BOUNDARY = set(".!?;:,|()[]。！？；：，、【】「」“”\"")
@@ -282,6 +274,17 @@ SPAN_END = re.compile(
     r"[.!?;](?=\s|$)|[。！？；]|[,，]\s*(?:as|because|since|which|according|so|given|based)\b|"
     r"[,，]\s*(?:因为|由于|根据|所以|因此|故|这|文中|原文)|\s(?:because|since|according\s+to|as\s+(?:stated|mentioned|"
     r"described|shown))\b", _I)
+# A note in parentheses that closes an answer (`上海（原文：…）`, `B (the passage says "…")`, `1987年（见第二句）`):
+# one opened by a note word or holding a quotation, running to the end of the value
+NOTE = re.compile(
+    r"[（(](?=\s*+(?:原文|证据|依据|出处|见|参见|详见|注|来源|引自|根据|文中|evidence|source|see|quote|according|cf\b|from\s+the)"
+    r"|[^()（）]*+[“\"「『])[^()（）]*+[)）]?[\s。.]*+$", _I)
+# Words that frame a field's quote as the passage's (`According to the passage, "…"`, `原文：…`)
+FRAME = re.compile(r"passage|text|article|story|paragraph|sentence|author|evidence|quote|according|原文|文中|文章|短文|材料|"
+                   r"作者|根据|句|段", _I)
+MAYBE_STATED = re.compile(r"answer|option|choice|choose|pick|select|go\s+with|答|选|正确|boxed|^\s*A\s*[:：]", _I)
+
+
 @dataclass
 class _Found:
     """What one reply states: answers in order, and evidence quotes (strong: labelled; weak: introduced)."""
@@ -326,19 +329,37 @@ def _hits(line: str, task: str) -> list[tuple[str, re.Match[str]]]:
 
 
 def _quote(value: str) -> str:
-    """An evidence value without the dress around it: list marks, and the quote marks it sits in."""
-    value = value.strip().lstrip(">-*•· ").rstrip(" |").strip()
+    """An evidence value without the dress around it: a list marker, and the quote marks it sits in."""
+    value = unlisted(value.strip().lstrip(">-*•· ").rstrip(" |"))
     close = OPEN_QUOTES.get(value[:1])
     if close and value.rfind(close) > 0:
         value = value[1:value.rfind(close)]
     return value.strip()
 
 
-def _quoted_after(line: str, at: int) -> str | None:
-    """The quotation that opens at `at` (up to its closing mark), or None."""
-    close = OPEN_QUOTES.get(line[at:at + 1])
-    end = line.find(close, at + 1) if close else -1
-    return line[at + 1:end].strip() if end > at + 1 else None
+def _unquoted(value: str) -> str:
+    """A field's quote without the marks around it, only where one quotation is the whole of it (`"…"`, not
+    `"Hello," she said.`); a framing before it (`According to the passage, "…"`, `原文：…`) dropped."""
+    value = unlisted(value)
+    if (m := EVIDENCE_PATTERN.match(value)) is not None:
+        value = value[m.end():].strip()
+    marks = Quotations(value)
+    opening = next((i for i, char in enumerate(value[:80]) if char in OPEN_QUOTES), -1)
+    if opening < 0 or opening and not FRAME.search(value[:opening]):
+        return value
+    close = marks.close_of(opening)
+    framed = not opening or value[:opening].rstrip()[-1:] in ":：,，" or any(
+        m.end() == opening for m in PROSE_QUOTE.finditer(value[:opening + 1]))
+    if close > opening and framed and not value[close + 1:].strip(" .。,，;；"):
+        return value[opening + 1:close].strip()
+    return value
+
+
+def _evidence_text(value: str) -> str:
+    """The quote a field (JSON string, element, table cell) holds: its lines or list items, each without
+    its list marker, framing and surrounding quote marks, joined by spaces."""
+    lines = (line.strip() for line in re.split(r"\n|<br\s*/?>", value.strip()))
+    return " ".join(text for line in lines if line and (text := _unquoted(MARKDOWN.sub("", line))))
 
 
 def _clean(line: str) -> str:
@@ -349,16 +370,27 @@ def _latex(value: str) -> str:
     return re.sub(r"\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}", r"\1", value).replace("$", "").strip()
 
 
+def _without_note(value: str) -> str:
+    """An answer without the note in parentheses that closes it (NOTE)."""
+    m = NOTE.search(value)
+    return value[:m.start()].rstrip() if m and value[:m.start()].strip() else value
+
+
 def _span_answer(value: str) -> str:
-    """A span answer stated in text, without its dress: a leading colon, quotes, LaTeX, the rest of the
-    sentence (`, because …`, `。`)."""
-    value = _latex(value.strip().lstrip(":：-–— ").rstrip(" |"))
-    inner = _quoted_after(value, 0)
+    """A span answer stated in text, without its dress: a leading colon, quotes, LaTeX, a closing note,
+    the rest of the sentence (`, because …`, `。`)."""
+    value = _without_note(_latex(value.strip().lstrip(":：-–— ").rstrip(" |")))
+    inner = Quotations(value).quoted_after(0)
     if inner:
         return inner
     if (m := SPAN_END.search(value)) is not None:
         value = value[:m.start()]
     return value.strip().strip("*\"'“”‘’「」").rstrip("。.").strip()
+
+
+def _field_answer(value: str) -> str:
+    """A span answer given as a field (element, table cell): as written, without markup or surrounding marks."""
+    return " ".join(MARKDOWN.sub("", value).split()).strip("\"'“”‘’「」").strip()
 
 
 def _label(line: str, options: list[str]) -> str | None:
@@ -378,22 +410,29 @@ def _label(line: str, options: list[str]) -> str | None:
     return LABELS[index] if not rest or _owner(rest, folds) == index else None
 
 
-def _following(lines: list[str], i: int, block: bool, task: str) -> tuple[str, list[int]]:
+def _following(lines: list[str], raw: list[str], i: int, block: bool, task: str) -> tuple[str, list[int]]:
     """The value under a heading on line i, and the lines it takes: the next non-empty line, or with
-    `block` every line up to a blank one; nothing when a labelled line comes first."""
-    j = i + 1
+    `block` every line up to a blank one (a list goes on past blank lines between its items); nothing
+    when a labelled line comes first."""
+    j, used = i + 1, list[int]()
     while j < len(lines) and not lines[j]:
         j += 1
-    used: list[int] = []
-    while j + len(used) < len(lines) and lines[j + len(used)]:
-        line = lines[j + len(used)]
-        hits = _hits(line, task)
-        if hits and hits[0][1].start() == 0 or HEADING.fullmatch(_heading(line)) \
-                or EVIDENCE_HEADING.fullmatch(_heading(line)):
+    while j < len(lines):
+        if not lines[j]:
+            k = j
+            while k < len(lines) and not lines[k]:
+                k += 1
+            if not (block and used and k < len(lines) and is_list_item(raw[used[-1]]) and is_list_item(raw[k])):
+                break
+            j = k
+        hits = _hits(lines[j], task)
+        if hits and hits[0][1].start() == 0 or HEADING.fullmatch(_heading(lines[j])) \
+                or EVIDENCE_HEADING.fullmatch(_heading(lines[j])):
             break
-        used.append(j + len(used))
+        used.append(j)
         if not block:
             break
+        j += 1
     return " ".join(_quote(lines[k]) for k in used), used
 
 
@@ -401,24 +440,35 @@ def _heading(line: str) -> str:
     return line.strip().strip("【】[]").rstrip(":：").strip()
 
 
-def _line_hits(found: _Found, lines: list[str], i: int, offset: int, task: str) -> list[int]:
+def _in_parentheses(line: str, at: int) -> bool:
+    """Whether `at` lies inside parentheses opened shortly before it (`答案：X（原文：…）`)."""
+    before = line[max(0, at - 30):at]
+    opened = max(before.rfind("("), before.rfind("（"))
+    return opened >= 0 and opened > max(before.rfind(")"), before.rfind("）"))
+
+
+def _line_hits(found: _Found, lines: list[str], raw: list[str], i: int, offset: int, task: str) -> list[int]:
     """Record the statements and quotes of line i (at `offset` in the reply); return the lines a heading used."""
     line, used = lines[i], list[int]()
     hits = _hits(line, task)
     for n, (kind, m) in enumerate(hits):
         end = hits[n + 1][1].start() if n + 1 < len(hits) else len(line)
         groups = m.groupdict()
-        value = groups.get("letter") or _latex(groups.get("boxed") or "") or line[m.end():end].rstrip(" |【[")
-        position = offset + m.start()
+        value = groups.get("letter") or _latex(groups.get("boxed") or "") or line[m.end():end].rstrip(" |【[（(")
+        if kind == "evidence" and _in_parentheses(line, m.start()):
+            value = re.sub(r"[)）][\s。.]*$", "", value.rstrip())
+        if kind == "answer" and n + 1 < len(hits) and hits[n + 1][0] == "answer" \
+                and EN_LEAD.fullmatch(value.strip(" :：")) is not None:
+            continue  # `Final Answer: The final answer is C`: the next keyword states it
         if not value.strip(" :：") and n == len(hits) - 1:  # a label with its value under it
-            value, used = _following(lines, i, kind == "evidence", task)
+            value, used = _following(lines, raw, i, kind == "evidence", task)
         if kind == "answer":
-            found.statements.append(Statement(position, value, None, "text"))
+            found.statements.append(Statement(offset + m.start(), value, None, "text"))
         elif _quote(value):
-            found.quotes.append((position, _quote(value)))
+            found.quotes.append((offset + m.start(), _quote(value)))
     if not hits and (HEADING.fullmatch(_heading(line)) or EVIDENCE_HEADING.fullmatch(_heading(line))):
         evidence = EVIDENCE_HEADING.fullmatch(_heading(line)) is not None
-        value, used = _following(lines, i, evidence, task)
+        value, used = _following(lines, raw, i, evidence, task)
         if value and evidence:
             found.quotes.append((offset, value))
         elif value:
@@ -426,17 +476,61 @@ def _line_hits(found: _Found, lines: list[str], i: int, offset: int, task: str) 
     return used
 
 
+@functools.lru_cache(maxsize=1024)
+def _role(cell: str) -> str | None:
+    """Whether a table cell is a heading naming the answer or the evidence (`Answer`, `**证据**`, `原文依据`)."""
+    name = cell.strip().strip("*_`【】[]:：").strip()
+    if len(name) > 40:
+        return None
+    if HEADING.fullmatch(name):
+        return "answer"
+    return "evidence" if EVIDENCE_HEADING.fullmatch(name) else ROLES.get(key(name))
+
+
+def _table_row(found: _Found, row: list[str], header: list[str | None] | None,
+               position: int) -> tuple[list[str | None] | None, bool]:
+    """Record what a table row states: a `| Answer | C |` row its value, a row under an `| Answer | Evidence |`
+    header its cells. Returns the header for the rows below and whether the row was read as the table's."""
+    if is_separator(row):
+        return header, True
+    roles = [_role(cell) for cell in row]
+    filled = [(role, cell) for role, cell in zip(roles, row, strict=True) if cell]
+    if len(filled) >= 2 and filled[0][0] and not any(role for role, _ in filled[1:]):
+        header, named = None, {filled[0][0]: filled[1][1]}
+    elif any(roles):
+        return roles, True
+    elif header is not None:
+        named = {role: cell for role, cell in zip(header, row) if role and cell}
+    else:
+        return None, False
+    evidence = _evidence_text(named["evidence"]) if "evidence" in named else None
+    if evidence:
+        found.quotes.append((position, evidence))
+    if named.get("answer"):
+        found.statements.append(Statement(position, named["answer"], evidence or None, "field"))
+    return header, True
+
+
 def _from_lines(text: str, task: str, options: list[str] | None) -> _Found:
-    """Statements, quotes and option labels of the reply's text, line by line (JSON objects blanked)."""
+    """Statements, quotes and option labels of the reply's text, line by line (JSON objects and elements
+    blanked), table rows read as cells."""
     found = _Found([], [], [], [])
     raw = text.split("\n")
     lines = [_clean(line) for line in raw]
-    offset, used = 0, set()
+    offset, used, header = 0, set(), None
     for i, line in enumerate(lines):
-        if line and i not in used:
-            used.update(_line_hits(found, lines, i, offset, task))
+        row = cells(line)
+        table = False
+        if row is not None:
+            header, table = _table_row(found, row, header, offset)
+        else:
+            header = None
+        if line and i not in used and not table:
+            used.update(_line_hits(found, lines, raw, i, offset, task))
+            marks = None  # built at the first quotation the line introduces
             for m in PROSE_QUOTE.finditer(line):
-                if (quoted := _quoted_after(line, m.end())) is not None:
+                marks = marks or Quotations(line)
+                if (quoted := marks.quoted_after(m.end())) is not None:
                     found.weak_quotes.append((offset + m.start(), quoted))
             if raw[i].lstrip().startswith(">") and _quote(line):
                 found.weak_quotes.append((offset, _quote(line)))
@@ -449,29 +543,46 @@ def _from_lines(text: str, task: str, options: list[str] | None) -> _Found:
 def _masked(text: str, spans: list[tuple[int, int]]) -> str:
     """`text` with the given spans blanked (line breaks kept), so their insides are not read as text."""
     pieces, position = [], 0
-    for start, end in spans:
+    for start, end in sorted(spans):
         pieces += [text[position:start], re.sub(r"[^\n]", " ", text[start:end])]
         position = end
     return "".join(pieces) + text[position:]
+
+
+def _restated(value: str, task: str) -> str | None:
+    """What a field's words state as the answer (`The answer is C`, `答案是：上海`), or None if they state none."""
+    if not MAYBE_STATED.search(value):
+        return None
+    said = [s.value for s in _from_lines(value, task, None).statements if s.value.strip(" :：")]
+    return said[-1] if said else None
+
+
+def _answer_of(statement: Statement, options: list[str] | None) -> tuple[str | None, str]:
+    """The answer a statement names (a letter for choice), or None and why. A field stated in words is read
+    as text; a JSON value or field otherwise as written."""
+    value, source = statement.value, statement.source
+    if source != "text" and (said := _restated(value, "span" if options is None else "choice")) is not None:
+        value, source = said, "text"
+    if options is not None:
+        return letter_of(_without_note(value).lstrip(" :：") if source == "text" else value, options)
+    answer = {"text": _span_answer, "field": _field_answer}.get(source, str.strip)(value)
+    if not answer or PLACEHOLDER.fullmatch(answer):
+        return None, "empty answer"
+    return answer, ""
 
 
 def _usable(statements: list[Statement], options: list[str] | None) -> tuple[list[tuple[Statement, str]], str]:
     """Each statement that names an answer, with that answer (a letter for choice); and why the last
     one that did not, did not."""
     usable, why = [], ""
+    read: dict[tuple[str, str], tuple[str | None, str]] = {}  # a value stated again is read once
     for statement in sorted(statements, key=lambda s: s.position):
-        if options is not None:
-            letter, reason = letter_of(statement.value, options)
-            if letter is None:
-                why = reason
-                continue
-            answer = letter
+        said = (statement.value, statement.source)
+        answer, reason = read[said] if said in read else read.setdefault(said, _answer_of(statement, options))
+        if answer is None:
+            why = reason
         else:
-            answer = statement.value.strip() if statement.source == "json" else _span_answer(statement.value)
-            if not answer or PLACEHOLDER.fullmatch(answer):
-                why = "empty answer"
-                continue
-        usable.append((statement, answer))
+            usable.append((statement, answer))
     return usable, why
 
 
@@ -485,12 +596,22 @@ def _evidence(final: Statement | None, found: _Found) -> str:
     return ""
 
 
+def _tagged(text: str, found: _Found) -> list[tuple[int, int]]:
+    """Record the answers and quotes of the reply's XML-style elements; return the spans to blank."""
+    read, spans = elements(text, ROLES)
+    for element in read:
+        if element.role == "answer" and element.content.strip():
+            found.statements.append(Statement(element.start, element.content, None, "field"))
+        elif element.role == "evidence" and (quote := _evidence_text(element.content)):
+            found.quotes.append((element.start, quote))
+    return spans
+
+
 def _read(text: str, options: list[str] | None) -> tuple[_Found, set[int], list[str]]:
-    """Everything the reply states: JSON objects first (then blanked), then its lines; the positions of
-    repaired objects; and notes on objects refused."""
+    """Everything the reply states: JSON objects first (then blanked), then XML-style elements (then
+    blanked), then its lines; the positions of repaired objects; and notes on objects refused."""
     result = scan(text)
-    statements: list[Statement] = []
-    quotes: list[tuple[int, str]] = []
+    found = _Found([], [], [], [])
     spans, repaired = [], set()
     for obj in result.objects:
         stated, evidence = _json_statements(obj.value, obj.start)
@@ -498,12 +619,15 @@ def _read(text: str, options: list[str] | None) -> tuple[_Found, set[int], list[
             spans.append((obj.start, obj.end))
         if obj.repaired:
             repaired.add(obj.start)
-        statements += stated
+        found.statements += stated
         if evidence is not None:
-            quotes.append((obj.start, evidence))
-    found = _from_lines(_masked(text, spans), "span" if options is None else "choice", options)
-    found.statements += statements
-    found.quotes += quotes
+            found.quotes.append((obj.start, evidence))
+    text = _masked(text, spans)
+    text = _masked(text, _tagged(text, found))
+    lines = _from_lines(text, "span" if options is None else "choice", options)
+    found.statements += lines.statements
+    found.quotes += lines.quotes
+    found.weak_quotes, found.labels = lines.weak_quotes, lines.labels
     return found, repaired, result.notes
 
 
@@ -534,5 +658,5 @@ def parse_reply(reply: str | None, options: list[str] | None = None) -> Parsed:
         notes.insert(0, f"answers stated in turn: {', '.join(shown)}; the last is taken")
     if final.source == "json" and final.position in repaired:
         notes.append("JSON repaired")
-    status = "revised" if len(stated) > 1 else final.source
+    status = "revised" if len(stated) > 1 else "json" if final.source == "json" else "text"
     return Parsed(answer, _evidence(final, found), status, "; ".join(notes))

@@ -28,6 +28,7 @@ class Item:
     evidence: str
     wrong: str = ""  # another span of the passage (span items)
     options: tuple[str, ...] = ()
+    evidence2: str = ""  # a second sentence of the passage, for replies that quote two as a list
 
 
 ITEMS = {
@@ -35,52 +36,66 @@ ITEMS = {
         Item("The Rhine rises in the Swiss Alps. It flows north through Germany and the Netherlands. It reaches the "
              "North Sea near Rotterdam, after a course of about 1,230 kilometres.", "Where does the Rhine reach the sea?",
              "near Rotterdam", "It reaches the North Sea near Rotterdam, after a course of about 1,230 kilometres.",
-             "the Swiss Alps"),
+             "the Swiss Alps", evidence2="It flows north through Germany and the Netherlands."),
         Item("The Rhine rises in the Swiss Alps. It flows north through Germany and the Netherlands. It reaches the "
              "North Sea near Rotterdam, after a course of about 1,230 kilometres.", "Where does the Rhine rise?",
-             "the Swiss Alps", "The Rhine rises in the Swiss Alps.", "near Rotterdam"),
+             "the Swiss Alps", "The Rhine rises in the Swiss Alps.", "near Rotterdam",
+             evidence2="It flows north through Germany and the Netherlands."),
         Item("The Eiffel Tower was built for the 1889 World's Fair. It was designed by the company of Gustave Eiffel. "
              "For 41 years it was the tallest man-made structure in the world.",
              "Whose company designed the Eiffel Tower?", "Gustave Eiffel",
-             "It was designed by the company of Gustave Eiffel.", "the 1889 World's Fair"),
+             "It was designed by the company of Gustave Eiffel.", "the 1889 World's Fair",
+             evidence2="The Eiffel Tower was built for the 1889 World's Fair."),
         Item("The Eiffel Tower was built for the 1889 World's Fair. It was designed by the company of Gustave Eiffel. "
              "For 41 years it was the tallest man-made structure in the world.",
              "For how many years was it the tallest man-made structure?", "41 years",
-             "For 41 years it was the tallest man-made structure in the world.", "1889"),
+             "For 41 years it was the tallest man-made structure in the world.", "1889",
+             evidence2="The Eiffel Tower was built for the 1889 World's Fair."),
     ],
     "span-zh": [
         Item("长江是中国第一长河，全长约6300公里。它发源于青藏高原，最终在上海注入东海。长江流域是中国经济最发达的地区之一。",
-             "长江在哪里注入东海？", "上海", "它发源于青藏高原，最终在上海注入东海。", "青藏高原"),
+             "长江在哪里注入东海？", "上海", "它发源于青藏高原，最终在上海注入东海。", "青藏高原",
+             evidence2="长江是中国第一长河，全长约6300公里。"),
         Item("长江是中国第一长河，全长约6300公里。它发源于青藏高原，最终在上海注入东海。长江流域是中国经济最发达的地区之一。",
-             "长江全长约多少公里？", "6300公里", "长江是中国第一长河，全长约6300公里。", "上海"),
+             "长江全长约多少公里？", "6300公里", "长江是中国第一长河，全长约6300公里。", "上海",
+             evidence2="长江流域是中国经济最发达的地区之一。"),
         Item("北京故宫始建于明朝永乐四年，即1406年。它是世界上现存规模最大的木质结构古建筑群之一。1987年，故宫被列为世界文化遗产。",
-             "故宫哪一年被列为世界文化遗产？", "1987年", "1987年，故宫被列为世界文化遗产。", "1406年"),
+             "故宫哪一年被列为世界文化遗产？", "1987年", "1987年，故宫被列为世界文化遗产。", "1406年",
+             evidence2="北京故宫始建于明朝永乐四年，即1406年。"),
         Item("北京故宫始建于明朝永乐四年，即1406年。它是世界上现存规模最大的木质结构古建筑群之一。1987年，故宫被列为世界文化遗产。",
-             "故宫始建于哪个朝代？", "明朝", "北京故宫始建于明朝永乐四年，即1406年。", "1987年"),
+             "故宫始建于哪个朝代？", "明朝", "北京故宫始建于明朝永乐四年，即1406年。", "1987年",
+             evidence2="它是世界上现存规模最大的木质结构古建筑群之一。"),
     ],
     "choice-en": [
         Item("Tom went to the market on Sunday. He bought three apples and a loaf of bread. On the way home it began "
              "to rain, so he ran.", "What did Tom buy?", "B", "He bought three apples and a loaf of bread.",
-             options=("Three pears", "Three apples and bread", "Only bread", "Nothing")),
+             options=("Three pears", "Three apples and bread", "Only bread", "Nothing"),
+             evidence2="Tom went to the market on Sunday."),
         Item("Mary has worked at the city hospital for ten years. She is a doctor who looks after children. Every "
              "morning she walks to work with her dog.", "What is Mary's job?", "C",
-             "She is a doctor who looks after children.", options=("A clerk.", "A teacher.", "A doctor.", "A farmer.")),
+             "She is a doctor who looks after children.", options=("A clerk.", "A teacher.", "A doctor.", "A farmer."),
+             evidence2="Mary has worked at the city hospital for ten years."),
         Item("Tom went to the market on Sunday. He bought three apples and a loaf of bread. On the way home it began "
              "to rain, so he ran.", "Why did Tom run home?", "B", "On the way home it began to rain, so he ran.",
-             options=("He was late", "It began to rain", "He was hungry", "A dog chased him")),
+             options=("He was late", "It began to rain", "He was hungry", "A dog chased him"),
+             evidence2="He bought three apples and a loaf of bread."),
         Item("Mary has worked at the city hospital for ten years. She is a doctor who looks after children. Every "
              "morning she walks to work with her dog.", "Who goes to work with Mary?", "A",
-             "Every morning she walks to work with her dog.", options=("Her dog.", "A friend.", "Her son.", "A nurse.")),
+             "Every morning she walks to work with her dog.", options=("Her dog.", "A friend.", "Her son.", "A nurse."),
+             evidence2="She is a doctor who looks after children."),
     ],
     "choice-zh": [
         Item("小明每天早上七点起床。他先跑步半小时，然后吃早饭。吃完早饭后，他骑自行车去学校。", "小明怎么去学校？", "C",
-             "吃完早饭后，他骑自行车去学校。", options=("走路", "坐公交车", "骑自行车", "坐地铁")),
+             "吃完早饭后，他骑自行车去学校。", options=("走路", "坐公交车", "骑自行车", "坐地铁"),
+             evidence2="他先跑步半小时，然后吃早饭。"),
         Item("王阿姨在超市工作了二十年。她每天坐地铁上班，周末喜欢去公园跳舞。", "王阿姨周末喜欢做什么？", "B",
-             "她每天坐地铁上班，周末喜欢去公园跳舞。", options=("去超市", "跳舞", "坐地铁", "看电影")),
+             "她每天坐地铁上班，周末喜欢去公园跳舞。", options=("去超市", "跳舞", "坐地铁", "看电影"),
+             evidence2="王阿姨在超市工作了二十年。"),
         Item("小明每天早上七点起床。他先跑步半小时，然后吃早饭。吃完早饭后，他骑自行车去学校。", "小明几点起床？", "B",
-             "小明每天早上七点起床。", options=("六点", "七点", "八点")),
+             "小明每天早上七点起床。", options=("六点", "七点", "八点"), evidence2="他先跑步半小时，然后吃早饭。"),
         Item("王阿姨在超市工作了二十年。她每天坐地铁上班，周末喜欢去公园跳舞。", "王阿姨在哪里工作？", "C",
-             "王阿姨在超市工作了二十年。", options=("公园", "学校", "超市", "医院")),
+             "王阿姨在超市工作了二十年。", options=("公园", "学校", "超市", "医院"),
+             evidence2="她每天坐地铁上班，周末喜欢去公园跳舞。"),
     ],
 }
 
@@ -225,6 +240,122 @@ STYLES = [  # (name, kind, template, flags): flags "revised" when the reply stat
      '{"答案": "<WLET>", "证据": "<EVI>"}\n再想一想，答案应为<LET>。', "revised"),
 ]
 
+STYLES += [  # issue 30: tags, reasoning left open, tables, evidence lists, framed fields, analyses, notes, nesting
+    # English span
+    ("span-en-tags-quote", "span-en", "<answer><ANS></answer>\n<quote><EVI></quote>", ""),
+    ("span-en-tags-quotes-first", "span-en", "<quotes>\n<EVI>\n</quotes>\n\n<answer>\n<ANS>\n</answer>", ""),
+    ("span-en-tags-attributes", "span-en", '<answer type="span"><ANS></answer>\n<evidence source="passage"><EVI></evidence>', ""),
+    ("span-en-tag-left-open", "span-en", "<evidence><EVI></evidence>\n<answer><ANS>", ""),
+    ("span-en-think-open-none", "span-en", '<think>\nThe passage says "<EVI>" so it is <ANS>', "none"),
+    ("span-en-think-open-answer-tag", "span-en", "<think>\nHmm, <WANS> or <ANS>?\n<answer><ANS></answer>", ""),
+    ("span-en-begin-of-thought", "span-en",
+     "<|begin_of_thought|>\nIt may be <WANS>.\n<|end_of_thought|>\n<|begin_of_solution|>\nAnswer: <ANS>\nEvidence: <EVI>\n"
+     "<|end_of_solution|>", ""),
+    ("span-en-reasoning-tag", "span-en", "<reasoning>The answer is not <WANS>.</reasoning>\nAnswer: <ANS>", ""),
+    ("span-en-think-closed-by-thinking", "span-en",
+     '<think>Perhaps <WANS>.</thinking>\n{"answer": "<ANS>", "evidence": "<EVI>"}', ""),
+    ("span-en-table", "span-en", "| Answer | Supporting sentence |\n|---|---|\n| <ANS> | <EVI> |", ""),
+    ("span-en-table-key-value", "span-en", "| Key | Value |\n| :-- | :-- |\n| **Answer** | <ANS> |\n| **Evidence** | <EVI> |", ""),
+    ("span-en-table-no-header", "span-en", '| Answer | <ANS> |\n| Quote | "<EVI>" |', ""),
+    ("span-en-evidence-numbered", "span-en", "Answer: <ANS>\nEvidence:\n1) <EVI>\n2) <EVI2>", ""),
+    ("span-en-evidence-bullets-heading", "span-en", "### Answer\n<ANS>\n\n### Evidence\n- <EVI>\n- <EVI2>", ""),
+    ("span-en-evidence-paren-numbers", "span-en", 'Answer: <ANS>\nSupporting sentences:\n(1) "<EVI>"\n\n(2) "<EVI2>"', ""),
+    ("span-en-json-framed", "span-en", '{"answer": "The final answer is <ANS>", "evidence": "<EVI>"}', ""),
+    ("span-en-json-framed-evidence", "span-en",
+     '{"answer": "<ANS>", "evidence": "According to the passage, \\"<EVI>\\""}', ""),
+    ("span-en-json-evidence-lines", "span-en", '{"answer": "<ANS>", "evidence": "1. <EVI>\\n2. <EVI2>"}', ""),
+    ("span-en-paren-source", "span-en", 'The answer is <ANS> (source: "<EVI>").', ""),
+    ("span-en-best-answer-colon", "span-en", "The best answer is: <ANS>", ""),
+    ("span-en-final-answer-restated", "span-en", "Final Answer: The final answer is <ANS>. I hope it is correct.", ""),
+    ("span-en-caps", "span-en", "QUOTE: <EVI>\nANSWER: <ANS>", ""),
+    ("span-en-most-likely", "span-en", "Based on the passage, the most likely answer is <ANS>.", ""),
+    ("span-en-tags-revised", "span-en", "<answer><WANS></answer>\n<answer><ANS></answer>\n<evidence><EVI></evidence>",
+     "revised"),
+    # Chinese span
+    ("span-zh-tags", "span-zh", "<答案><ANS></答案><原文依据><EVI></原文依据>", ""),
+    ("span-zh-en-tags-lines", "span-zh", "<answer>\n<ANS>\n</answer>\n<evidence>\n<EVI>\n</evidence>", ""),
+    ("span-zh-think-open-none", "span-zh", "<think>\n原文提到“<EVI>”，那么答案应该是<ANS>", "none"),
+    ("span-zh-think-open-answer-tag", "span-zh", "<think>\n可能是<WANS>？不对。\n<答案><ANS></答案>\n<证据><EVI></证据>", ""),
+    ("span-zh-table", "span-zh", "| 答案 | 原文依据 |\n|:--:|:--:|\n| <ANS> | <EVI> |", ""),
+    ("span-zh-table-key-value", "span-zh", "| 字段 | 内容 |\n| --- | --- |\n| **答案** | <ANS> |\n| **证据** | <EVI> |", ""),
+    ("span-zh-evidence-numbered", "span-zh", "答案：<ANS>\n证据：\n1、<EVI>\n2、<EVI2>", ""),
+    ("span-zh-evidence-circled", "span-zh", "【答案】<ANS>\n【证据】\n① <EVI>\n② <EVI2>", ""),
+    ("span-zh-evidence-chinese-numbers", "span-zh", "答案：<ANS>\n原文依据：\n一、<EVI>\n二、<EVI2>", ""),
+    ("span-zh-json-framed", "span-zh", '{"答案": "答案是<ANS>。", "证据": "<EVI>"}', ""),
+    ("span-zh-json-framed-both", "span-zh", '{"answer": "答：<ANS>", "evidence": "原文：<EVI>"}', ""),
+    ("span-zh-paren-note", "span-zh", "答案：<ANS>（依据：<EVI>）", ""),
+    ("span-zh-paren-note-quoted", "span-zh", "答案为<ANS>（原文：“<EVI>”）。", ""),
+    ("span-zh-paren-note-see", "span-zh", "答案：<ANS>（见第二句）", ""),
+    ("span-zh-nested-quote", "span-zh", "原文说“<EVI>”所以答案是<ANS>。", "inner-quote"),
+    ("span-zh-nested-quote-line", "span-zh", "答案：<ANS>\n证据：“<EVI>”", "inner-quote"),
+    ("span-zh-nested-quote-genju", "span-zh", "根据“<EVI>”可知，答案是<ANS>。", "inner-quote"),
+    ("span-zh-best", "span-zh", "最佳答案：<ANS>", ""),
+    ("span-zh-tags-revised", "span-zh", "<答案><WANS></答案>\n再看原文，应改为：\n<答案><ANS></答案>", "revised"),
+    # English multiple choice
+    ("choice-en-tags-quote", "choice-en", "<answer><LET></answer>\n<quote><EVI></quote>", ""),
+    ("choice-en-tag-letter-text", "choice-en", "<answer><LET>. <TXT></answer>", ""),
+    ("choice-en-think-open-none", "choice-en", '<think>\nThe passage says "<EVI>", so <LET>.', "none"),
+    ("choice-en-think-open-answer-tag", "choice-en", "<think>\nNot <WLET>.\n<answer>\n<LET>\n</answer>", ""),
+    ("choice-en-think-bracket", "choice-en", "[THINK]Maybe <WLET>. No.[/THINK]\nAnswer: <LET>", ""),
+    ("choice-en-analysis-best", "choice-en", "<ANALYSIS>\n\nThe best answer is <LET>.", ""),
+    ("choice-en-analysis2-correct-colon", "choice-en", "<ANALYSIS2>\nThe correct answer is: (<LET>)", ""),
+    ("choice-en-table", "choice-en", '| Answer | Quote |\n| --- | --- |\n| (<LET>) | "<EVI>" |', ""),
+    ("choice-en-table-key-value", "choice-en", "| Answer | <LET> |\n|---|---|\n| Evidence | <EVI> |", ""),
+    ("choice-en-option-table-then-answer", "choice-en",
+     "| Option | Analysis |\n|---|---|\n| A | not stated |\n| <LET> | stated |\n\nAnswer: <LET>", ""),
+    ("choice-en-evidence-numbered", "choice-en", "The answer is (<LET>).\n\nEvidence:\n1. <EVI>\n2. <EVI2>", ""),
+    ("choice-en-evidence-bullets", "choice-en", 'Answer: <LET>\nQuotes:\n• "<EVI>"\n• "<EVI2>"', ""),
+    ("choice-en-json-framed", "choice-en", '{"answer": "The answer is (<LET>)", "evidence": "<EVI>"}', ""),
+    ("choice-en-json-framed-text", "choice-en", '{"answer": "Answer: <LET>. <TXT>", "evidence": "<EVI>"}', ""),
+    ("choice-en-best-answer-is", "choice-en", "The best answer is <LET>", ""),
+    ("choice-en-final-answer-restated", "choice-en", "Final Answer: The final answer is (<LET>). I hope it is correct.", ""),
+    ("choice-en-caps", "choice-en", "ANSWER: <LET>\nQUOTE: <EVI>", ""),
+    ("choice-en-paren-evidence", "choice-en", 'Answer: <LET> (evidence: "<EVI>")', ""),
+    ("choice-en-most-appropriate", "choice-en", "Considering every option, the most appropriate answer is (<LET>).", ""),
+    ("choice-en-tags-revised", "choice-en", "<answer><WLET></answer>\nNo, wait.\n<answer><LET></answer>\n<quote><EVI></quote>",
+     "revised"),
+    # Chinese multiple choice
+    ("choice-zh-tags", "choice-zh", "<答案><LET></答案>\n<依据><EVI></依据>", ""),
+    ("choice-zh-tags-lines", "choice-zh", "<答案>\n<LET>\n</答案>", ""),
+    ("choice-zh-think-open-none", "choice-zh", "<think>\n应该选<LET>，因为原文说“<EVI>”", "none"),
+    ("choice-zh-think-open-answer-tag", "choice-zh", "<think>\n排除<WLET>。\n<answer><LET></answer>", ""),
+    ("choice-zh-analysis", "choice-zh", "<ANALYSIS>\n所以正确答案是：<LET>", ""),
+    ("choice-zh-table", "choice-zh", "| 答案 | 证据 |\n|---|---|\n| <LET> | <EVI> |", ""),
+    ("choice-zh-table-key-value", "choice-zh", "| 答案 | <LET> |\n| 原文 | <EVI> |", ""),
+    ("choice-zh-evidence-numbered", "choice-zh", "答案：<LET>\n依据：\n1. <EVI>\n2. <EVI2>", ""),
+    ("choice-zh-json-framed", "choice-zh", '{"答案": "正确答案是<LET>", "证据": "<EVI>"}', ""),
+    ("choice-zh-json-framed-xuan", "choice-zh", '{"answer": "选<LET>", "evidence": "<EVI>"}', ""),
+    ("choice-zh-paren-note", "choice-zh", "答案：<LET>（依据：<EVI>）", ""),
+    ("choice-zh-paren-text-note", "choice-zh", "正确答案是<LET>（<TXT>）。", ""),
+    ("choice-zh-nested-quote", "choice-zh", "原文说“<EVI>”，所以选<LET>。", "inner-quote"),
+    ("choice-zh-nested-quote-line", "choice-zh", "答案：<LET>\n原文依据：“<EVI>”", "inner-quote"),
+    ("choice-zh-only-xiang", "choice-zh", "只有<LET>项正确。", ""),
+    ("choice-zh-gu-da", "choice-zh", "故答<LET>", ""),
+    ("choice-zh-tags-revised", "choice-zh", "<答案><WLET></答案>\n再检查一遍。\n<答案><LET></答案>\n<证据><EVI></证据>", "revised"),
+]
+
+
+# Passages whose evidence sentence holds a quotation of its own in the same marks (`“…“诚”字…”`), as Chinese
+# text often does: a style flagged "inner-quote" takes its item from here.
+INNER_QUOTED = {
+    "span-zh": [
+        Item("黄山被誉为“天下第一奇山”。它位于安徽省南部，以奇松、怪石、云海和温泉闻名。1990年，黄山被列入世界遗产名录。",
+             "黄山被誉为什么？", "天下第一奇山", "黄山被誉为“天下第一奇山”。", "安徽省南部",
+             evidence2="它位于安徽省南部，以奇松、怪石、云海和温泉闻名。"),
+        Item("孔子非常重视“信”，他说“人而无信，不知其可也”。他认为一个人不讲信用就无法立足。后人把这句话当作做人的准则。",
+             "孔子非常重视什么？", "信", "孔子非常重视“信”，他说“人而无信，不知其可也”。", "无法立足",
+             evidence2="他认为一个人不讲信用就无法立足。"),
+    ],
+    "choice-zh": [
+        Item("奶奶常说“早睡早起身体好”。她每天晚上九点睡觉，早上五点起床。起床后她先去公园散步。", "奶奶常说什么？", "A",
+             "奶奶常说“早睡早起身体好”。", options=("早睡早起身体好", "多吃水果身体好", "饭后散步身体好", "多喝热水身体好"),
+             evidence2="她每天晚上九点睡觉，早上五点起床。"),
+        Item("这家小店的招牌上写着“老王面馆”。店里的牛肉面最受欢迎，每天能卖出三百碗。老王说，秘诀在于汤要熬八个小时。",
+             "这家店叫什么名字？", "B", "这家小店的招牌上写着“老王面馆”。", options=("老李面馆", "老王面馆", "老王饭店", "牛肉面馆"),
+             evidence2="店里的牛肉面最受欢迎，每天能卖出三百碗。"),
+    ],
+}
+
 
 @dataclass(frozen=True)
 class Case:
@@ -234,38 +365,64 @@ class Case:
     kind: str
     item: Item
     reply: str
-    answer: str  # span text or letter
+    answer: str  # span text or letter; "" where the reply states no answer outside its reasoning
     evidence: str | None  # None: the reply carries no evidence
     revised: bool
 
 
+def _analysis(item: Item, right: int, language: str, form: int) -> str:
+    """An option-by-option analysis as chat models write one before their verdict (`form` picks the dress)."""
+    lines = []
+    for i, text in enumerate(item.options):
+        letter, good = LETTERS[i], i == right
+        if language == "zh":
+            verdict = f"符合原文，原文说“{item.evidence}”" if good else "与原文不符"
+            lines.append(f"{letter}项：{text}。{verdict}。")
+        elif form == 1:
+            verdict = f'Correct. The passage says "{item.evidence}"' if good else "Incorrect; the passage does not say this."
+            lines.append(f"- **{letter}. {text}**: {verdict}")
+        else:
+            lines.append(f"Option {letter} ({text}) is {'consistent' if good else 'inconsistent'} with the passage.")
+    return "\n".join(lines)
+
+
 def _fill(template: str, item: Item) -> str:
-    values = {"<EVI>": item.evidence, "<ANS>": item.answer, "<WANS>": item.wrong}
+    values = {"<EVI>": item.evidence, "<EVI2>": item.evidence2, "<ANS>": item.answer, "<WANS>": item.wrong}
     if item.options:
         right = LETTERS.index(item.answer)
         wrong = (right + 1) % len(item.options)
+        language = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in item.passage) else "en"
         values.update({"<LET>": item.answer, "<let>": item.answer.lower(), "<TXT>": item.options[right],
                        "<txt>": item.options[right].lower(), "<WLET>": LETTERS[wrong], "<WTXT>": item.options[wrong],
                        "<FWLET>": chr(ord(item.answer) - ord("A") + ord("Ａ")),
-                       "<OPTLIST>": "\n".join(f"{LETTERS[i]}. {text}" for i, text in enumerate(item.options))})
+                       "<OPTLIST>": "\n".join(f"{LETTERS[i]}. {text}" for i, text in enumerate(item.options)),
+                       "<ANALYSIS>": _analysis(item, right, language, 1),
+                       "<ANALYSIS2>": _analysis(item, right, language, 2)})
     return re.sub("|".join(re.escape(k) for k in values), lambda m: values[m.group(0)], template)
 
 
 def case(style: tuple[str, str, str, str], item: Item) -> Case:
-    """The reply a style gives for one item, and the answer and evidence it states."""
+    """The reply a style gives for one item, and the answer and evidence it states (flag "none": no answer
+    outside the reasoning; a template with <EVI2> quotes two sentences, read as one evidence joined by a space)."""
     name, kind, template, flags = style
-    return Case(name, kind, item, _fill(template, item), item.answer,
-                item.evidence if "<EVI>" in template else None, "revised" in flags)
+    evidence = None
+    if "<EVI>" in template and "none" not in flags.split():
+        evidence = f"{item.evidence} {item.evidence2}" if "<EVI2>" in template else item.evidence
+    answer = "" if "none" in flags.split() else item.answer
+    return Case(name, kind, item, _fill(template, item), answer, evidence, "revised" in flags.split())
 
 
 def cases(styles: list[tuple[str, str, str, str]]) -> list[Case]:
-    """Every style applied to one item of its kind, the items taken in turn."""
-    turn = dict.fromkeys(ITEMS, 0)
+    """Every style applied to one item of its kind, the items taken in turn (from INNER_QUOTED for a style
+    flagged "inner-quote")."""
+    turn = {f"{kind}{quoted}": 0 for kind in ITEMS for quoted in ("", "+q")}
     found = []
     for style in styles:
-        kind = style[1]
-        found.append(case(style, ITEMS[kind][turn[kind] % len(ITEMS[kind])]))
-        turn[kind] += 1
+        kind, quoted = style[1], "inner-quote" in style[3].split()
+        pool = INNER_QUOTED[kind] if quoted else ITEMS[kind]
+        key = kind + ("+q" if quoted else "")
+        found.append(case(style, pool[turn[key] % len(pool)]))
+        turn[key] += 1
     return found
 
 

@@ -226,3 +226,174 @@ def test_every_dev_set_option_given_by_its_text_or_letter_reads_back_as_its_own_
                 if parse_reply(reply, question.options).answer != LABELS[i]:
                     wrong.append((question.qid, reply))
     assert wrong == []
+
+
+# The shapes of issue 30, one test each: every reply below was misread, or not read at all, before them.
+OPTIONS_RAIN = ["He was late", "It began to rain", "He was hungry", "A dog chased him"]
+RAIN = "On the way home it began to rain, so he ran."
+
+
+@pytest.mark.parametrize(("reply", "options", "answer", "evidence"), [
+    ("<answer>B</answer>\n<evidence>On the way home it began to rain, so he ran.</evidence>", OPTIONS_RAIN, "B", RAIN),
+    ("<ANSWER>\n(B) It began to rain\n</ANSWER>\n<REJECTED>\n(A) He was late\n</REJECTED>", OPTIONS_RAIN, "B", ""),
+    ('<answer type="letter">B</answer><quote source="passage">It began to rain.</quote>', OPTIONS_RAIN, "B",
+     "It began to rain."),
+    ("<final_answer>near Rotterdam</final_answer>\n<supporting_quote>It reaches the North Sea.</supporting_quote>",
+     None, "near Rotterdam", "It reaches the North Sea."),
+    ("<答案>上海</答案>\n<证据>最终在上海注入东海。</证据>", None, "上海", "最终在上海注入东海。"),
+    ("<evidence>It began to rain.</evidence>\n<answer>B", OPTIONS_RAIN, "B", "It began to rain."),  # left open
+    ("<answer>B</evidence>\n<quote>It began to rain.</answer>", OPTIONS_RAIN, "B", "It began to rain."),  # mismatched
+])
+def test_xml_style_elements_state_the_answer_and_the_evidence(reply, options, answer, evidence):
+    parsed = parse_reply(reply, options)
+    assert (parsed.answer, parsed.evidence, parsed.status) == (answer, evidence, "text")
+
+
+def test_elements_stated_twice_are_a_revision_and_an_option_tag_is_no_answer():
+    parsed = parse_reply("<answer>A</answer>\nNo, wait.\n<answer>B</answer>", OPTIONS_RAIN)
+    assert (parsed.answer, parsed.status) == ("B", "revised")
+    assert parse_reply("<option>A</option>\n<option>C</option>\nAnswer: B", OPTIONS_RAIN).status == "text"
+
+
+@pytest.mark.parametrize(("reply", "options", "answer"), [
+    ("<think>\nIt could be A.\n<answer>B</answer>", OPTIONS_RAIN, "B"),  # the answer block ends the reasoning
+    ("<think>\n可能是A？不对。\n<答案>B</答案>", OPTIONS_RAIN, "B"),
+    ("<|begin_of_thought|>\nAnswer: A?\n<|end_of_thought|>\n<|begin_of_solution|>\nAnswer: B\n<|end_of_solution|>",
+     OPTIONS_RAIN, "B"),
+    ("[THINK]Answer: A? No.[/THINK]\nAnswer: B", OPTIONS_RAIN, "B"),
+    ("◁think▷答案是A？◁/think▷答案：B", OPTIONS_RAIN, "B"),
+    ("<think>The answer is A.</thinking>\nAnswer: B", OPTIONS_RAIN, "B"),  # closed by another name
+    ("<reasoning>Answer: the Swiss Alps</reasoning>\n<answer>near Rotterdam</answer>", None, "near Rotterdam"),
+])
+def test_reasoning_in_any_dress_is_dropped_and_an_answer_block_ends_one_left_open(reply, options, answer):
+    parsed = parse_reply(reply, options)
+    assert (parsed.answer, parsed.status) == (answer, "text")  # what the reasoning said is no revision
+
+
+@pytest.mark.parametrize(("reply", "options"), [
+    ('<thinking>\nThe passage says "It began to rain." So the answer is B.', OPTIONS_RAIN),
+    ("◁think▷原文说“它发源于青藏高原，最终在上海注入东海。”，所以答案是上海。", None),
+    ('<thinking>{"answer": "B", "evidence": "x"}', OPTIONS_RAIN),
+    ("<|begin_of_thought|>\nAnswer: B", OPTIONS_RAIN),
+    ("[THINK]\n答案：B", OPTIONS_RAIN),
+])
+def test_an_answer_inside_reasoning_left_open_is_never_taken(reply, options):
+    parsed = parse_reply(reply, options)
+    assert (parsed.answer, parsed.evidence, parsed.status) == ("", "", "failed")
+    assert "reasoning" in parsed.note
+
+
+@pytest.mark.parametrize(("reply", "options", "answer", "evidence"), [
+    ("| Answer | Evidence |\n| --- | --- |\n| B | It began to rain. |", OPTIONS_RAIN, "B", "It began to rain."),
+    ("| # | Answer | Supporting sentence |\n|:-:|:--|:--|\n| 1 | near Rotterdam | It reaches the sea. |", None,
+     "near Rotterdam", "It reaches the sea."),
+    ("| Field | Value |\n|---|---|\n| **Answer** | B |\n| **Evidence** | \"It began to rain.\" |", OPTIONS_RAIN, "B",
+     "It began to rain."),
+    ("| 答案 | 上海 |\n| 原文依据 | 最终在上海注入东海。 |", None, "上海", "最终在上海注入东海。"),
+    ("| 答案 | 证据 |\n| --- | --- |\n| C | 他骑自行车去学校。 |", OPTIONS_ZH, "C", "他骑自行车去学校。"),
+    ("| Answer | Evidence |\n|---|---|\n| B | 1. It began to rain.<br>2. He ran. |", OPTIONS_RAIN, "B",
+     "It began to rain. He ran."),
+])
+def test_markdown_tables_state_the_answer_and_the_evidence(reply, options, answer, evidence):
+    parsed = parse_reply(reply, options)
+    assert (parsed.answer, parsed.evidence) == (answer, evidence)
+
+
+def test_a_table_of_the_options_states_no_answer_but_its_answer_row_does():
+    table = "| Option | Analysis |\n|---|---|\n| A | not stated |\n| C | not stated |\n| B | stated |"
+    assert parse_reply(table, OPTIONS_RAIN).status == "failed"
+    parsed = parse_reply(table + "\n| **Answer** | B |", OPTIONS_RAIN)
+    assert (parsed.answer, parsed.status) == ("B", "text")
+
+
+@pytest.mark.parametrize("listed", [
+    "1. It flows north.\n2. It reaches the sea.", "1) It flows north.\n2) It reaches the sea.",
+    '- "It flows north."\n- "It reaches the sea."', "* It flows north.\n* It reaches the sea.",
+    "• It flows north.\n• It reaches the sea.", "(1) It flows north.\n\n(2) It reaches the sea.",
+    "① It flows north.\n② It reaches the sea.", "一、It flows north.\n二、It reaches the sea.",
+])
+def test_a_numbered_or_bulleted_evidence_list_is_its_items_joined(listed):
+    for reply in (f"Answer: the sea\nEvidence:\n{listed}", f"### Answer\nthe sea\n\n### Evidence\n{listed}",
+                  f"<answer>the sea</answer>\n<evidence>\n{listed}\n</evidence>",
+                  json.dumps({"answer": "the sea", "evidence": listed})):
+        assert parse_reply(reply).evidence == "It flows north. It reaches the sea.", reply
+
+
+def test_a_chinese_evidence_list_is_its_items_joined():
+    parsed = parse_reply("答案：上海\n证据：\n1、它发源于青藏高原。\n2、最终在上海注入东海。")
+    assert (parsed.answer, parsed.evidence) == ("上海", "它发源于青藏高原。 最终在上海注入东海。")
+
+
+@pytest.mark.parametrize(("reply", "options", "answer", "evidence"), [
+    ('{"answer": "The answer is B.", "evidence": "It began to rain."}', OPTIONS_RAIN, "B", "It began to rain."),
+    ('{"answer": "The correct answer is (B)."}', OPTIONS_RAIN, "B", ""),
+    ('{"答案": "正确答案为C项"}', OPTIONS_ZH, "C", ""),
+    ('{"answer": "The final answer is near Rotterdam.", "evidence": "x"}', None, "near Rotterdam", "x"),
+    ('{"答案": "答案是：上海", "证据": "原文：最终在上海注入东海。"}', None, "上海", "最终在上海注入东海。"),
+    ('{"answer": "near Rotterdam", "evidence": "According to the passage, \\"It reaches the sea.\\""}', None,
+     "near Rotterdam", "It reaches the sea."),
+    ("<answer>The answer is B</answer>", OPTIONS_RAIN, "B", ""),
+])
+def test_a_field_that_frames_its_answer_in_words_states_what_they_state(reply, options, answer, evidence):
+    parsed = parse_reply(reply, options)
+    assert (parsed.answer, parsed.evidence) == (answer, evidence)
+
+
+def test_a_field_is_taken_as_written_unless_its_words_state_an_answer():
+    framed = parse_reply('{"answer": "So the answer is: near Rotterdam", "evidence": "The passage says \\"x.\\""}')
+    assert (framed.answer, framed.evidence) == ("near Rotterdam", "x.")
+    assert parse_reply('{"answer": "He did not answer the letter", "evidence": "x"}').answer == \
+        "He did not answer the letter"
+    quoted = '{"answer": "x", "evidence": "\\"Hello,\\" she said."}'  # a passage sentence that opens with a quote
+    assert parse_reply(quoted).evidence == '"Hello," she said.'
+
+
+@pytest.mark.parametrize(("reply", "options", "answer"), [
+    ("Let's look at each option:\n- **A. He was late**: Incorrect.\n- **B. It began to rain**: Correct.\n"
+     "- **C. He was hungry**: Incorrect.\n\nThe best answer is: B", OPTIONS_RAIN, "B"),
+    ("Option A (He was late) is inconsistent with the passage.\nOption B (It began to rain) is consistent.\n\n"
+     "The correct answer is: (B)", OPTIONS_RAIN, "B"),
+    ("Final Answer: The final answer is near Rotterdam. I hope it is correct.", None, "near Rotterdam"),
+    ("Considering each option, the most likely answer is B.", OPTIONS_RAIN, "B"),
+    ("所以答B。", OPTIONS_RAIN, "B"),
+])
+def test_the_verdict_after_an_analysis_or_in_an_evaluation_harness_line_is_read(reply, options, answer):
+    parsed = parse_reply(reply, options)
+    assert (parsed.answer, parsed.status) == (answer, "text")  # one answer stated: no revision
+
+
+@pytest.mark.parametrize(("reply", "options", "answer", "evidence"), [
+    ("答案：上海（原文：它发源于青藏高原，最终在上海注入东海。）", None, "上海", "它发源于青藏高原，最终在上海注入东海。"),
+    ("答案为上海（原文：“最终在上海注入东海。”）。", None, "上海", "最终在上海注入东海。"),
+    ("答案：1987年（见第二句）", None, "1987年", ""),
+    ("答案：C（依据：吃完早饭后，他骑自行车去学校。）", OPTIONS_ZH, "C", "吃完早饭后，他骑自行车去学校。"),
+    ('Answer: A (evidence: "He was late.")', OPTIONS_RAIN, "A", "He was late."),
+    ('The answer is near Rotterdam (source: "It reaches the sea.").', None, "near Rotterdam", "It reaches the sea."),
+])
+def test_a_note_in_parentheses_after_an_answer_is_no_part_of_it(reply, options, answer, evidence):
+    parsed = parse_reply(reply, options)
+    assert (parsed.answer, parsed.evidence) == (answer, evidence)
+
+
+@pytest.mark.parametrize(("reply", "evidence"), [
+    ("根据原文“古人讲“诚”字，认为诚是立身之本。”，答案是诚。", "古人讲“诚”字，认为诚是立身之本。"),
+    ("文中提到：“孔子非常重视“信”，他说“人而无信，不知其可也”。”因此答案为信。", "孔子非常重视“信”，他说“人而无信，不知其可也”。"),
+    ("原文说「黄山被誉为「天下第一奇山」。」所以答案是天下第一奇山。", "黄山被誉为「天下第一奇山」。"),
+])
+def test_a_quotation_holding_a_quotation_in_the_same_marks_runs_to_its_own_closing_mark(reply, evidence):
+    assert parse_reply(reply).evidence == evidence
+
+
+@pytest.mark.parametrize(("reply", "options", "answer"), [
+    ("<answer><evidence>" * 50_000, OPTIONS_RAIN, ""),  # elements left open 100,000 deep
+    ("<answer>" * 100_000 + "B", OPTIONS_RAIN, "B"),
+    ("<answer>A</evidence>" * 50_000 + "<answer>B</answer>", OPTIONS_RAIN, "B"),  # mismatched throughout
+    ("</answer><answer>" * 50_000, None, ""),
+    ("| Answer | Evidence |\n|---|---|\n" + "| A | x |\n" * 100_000 + "| B | It began to rain. |", OPTIONS_RAIN, "B"),
+    ("<think>" * 10_000 + "Answer: A", OPTIONS_RAIN, ""),
+    ("| Answer | A |\n" * 10_000, OPTIONS_RAIN, "A"),
+    ("Evidence:\n" + "1. x\n\n" * 10_000, None, ""),
+    ("原文“" * 10_000, None, ""),
+])
+def test_hostile_markup_is_read_in_one_pass_and_never_crashes(reply, options, answer):
+    assert parse_reply(reply, options).answer == answer
