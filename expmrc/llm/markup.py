@@ -111,7 +111,7 @@ def is_separator(row: list[str]) -> bool:
     return all(SEPARATOR_CELL.fullmatch(cell.replace(" ", "")) or not cell for cell in row) and any(row)
 
 
-LIST_MARK = re.compile(r"(?:[-*•·+‣▪◦]|\d{1,3}[.)．](?=\s|$)|\d{1,3}、|[(（]\d{1,3}[)）]|[①-⑳]|[一二三四五六七八九十]{1,3}、)\s*")
+LIST_MARK = re.compile(r"(?:[-*•·+‣▪◦](?=\s)|\d{1,3}[.)．](?=\s|$)|\d{1,3}、|[(（]\d{1,3}[)）]|[①-⑳]|[一二三四五六七八九十]{1,3}、)\s*")
 
 
 def unlisted(line: str) -> str:

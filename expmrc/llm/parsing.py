@@ -330,7 +330,7 @@ def _hits(line: str, task: str) -> list[tuple[str, re.Match[str]]]:
 
 def _quote(value: str) -> str:
     """An evidence value without the dress around it: a list marker, and the quote marks it sits in."""
-    value = unlisted(value.strip().lstrip(">-*•· ").rstrip(" |"))
+    value = unlisted(value.strip().lstrip("> ").rstrip(" |"))
     close = OPEN_QUOTES.get(value[:1])
     if close and value.rfind(close) > 0:
         value = value[1:value.rfind(close)]

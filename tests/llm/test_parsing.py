@@ -397,3 +397,14 @@ def test_a_quotation_holding_a_quotation_in_the_same_marks_runs_to_its_own_closi
 ])
 def test_hostile_markup_is_read_in_one_pass_and_never_crashes(reply, options, answer):
     assert parse_reply(reply, options).answer == answer
+
+
+@pytest.mark.parametrize("reply, evidence", [
+    ('{"answer": "B", "evidence": "-40 degrees is the record."}', "-40 degrees is the record."),
+    ('{"answer": "B", "evidence": ["+5% a year"]}', "+5% a year"),
+    ("Answer: B\nEvidence:\n- the first line\n* the second line", "the first line the second line"),
+])
+def test_a_sign_is_part_of_the_quote_and_a_bullet_needs_its_space(reply, evidence):
+    """A minus or plus sign before a number is the quote's own text (a fact), not a list bullet; a bullet is a
+    marker followed by a space, as markdown writes it."""
+    assert parse_reply(reply, ["A", "B", "C", "D"]).evidence == evidence
