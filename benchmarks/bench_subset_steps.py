@@ -11,7 +11,8 @@ in word pieces, Chinese per character as a Chinese BERT splits it; an unknown ch
 lengths hold). The English training sets are not on these machines, so a training set's epoch is drawn from the dev
 windows (seeded, with repeats) at the training set's size in questions (--train-questions; SQuAD 1.1 87,599, CMRC
 2018 10,142, RACE 87,866, C3-M 11,869), as bench_sweep_model.py's padding model did; --train SUBSET=FILE takes a
-training set's own windows instead. A randomly initialised BERT (--shapes) then trains on that epoch through the
+training set's own windows instead, which is better wherever the set exists: so drawn, C3's dev windows hold 1.9 x the
+tokens of its training set's, CMRC 2018's 1.03 x (`--shapes ''` prints them on any machine). A randomly initialised BERT (--shapes) then trains on that epoch through the
 run's own loop (`expmrc.training.loop.train` with --max_steps): --warmup-steps untimed steps, then the first
 --sample-steps steps of the run's length-grouped stream (50 = one whole megabatch, whose batches span the epoch's
 lengths), in the run's precision (auto: bf16 on a GPU), batch 32 (large: 4 accumulated micro-batches of 8). Its
@@ -22,8 +23,9 @@ Also printed: achieved TFLOP/s and MFU (bench_gpu.py's FLOP count and peak table
 
 The figures go to --json after each subset (written whole each time, so a run stopped by a time limit keeps what it
 measured); --budget stops before a subset once that many seconds have passed. Without a CUDA GPU only --tiny runs
-(bench_gpu.py's tiny shape, 64 tokens, batches of 8, the first --questions dev questions, an epoch of 3 x as many);
-anything else is one line and exit status 2. Needs torch, transformers, accelerate and expmrc; no network, no model package.
+(bench_gpu.py's tiny shape, 64 tokens, batches of 8, the first --questions questions of each file, a drawn epoch of 3 x
+as many); anything else is one line and exit status 2. Needs torch, transformers, accelerate and expmrc: no network, no
+model package.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -86,8 +89,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         "'' times nothing and prints each epoch's windows and tokens (any machine)")
     parser.add_argument("--sample-steps", type=int, default=50, help="timed steps per subset and shape (default 50)")
     parser.add_argument("--warmup-steps", type=int, default=5, help="untimed steps before them (default 5)")
-    parser.add_argument("--questions", type=int, default=0, help="only the first N dev questions (0: all; --tiny: 40)")
+    parser.add_argument("--questions", type=int, default=0, help="only the first N questions of each file (0: all; "
+                        "--tiny: 40)")
     parser.add_argument("--budget", type=float, default=0, help="start no subset after this many seconds (0: no limit)")
+    parser.add_argument("--pad-multiple", type=int, default=0, help="pad batches to a multiple of this (default: 8 on "
+                        "a GPU, as the runs pad there, else 1; 8 with --shapes '' counts a GPU run's tokens anywhere)")
     parser.add_argument("--seed", type=int, default=12345, help="the runs' seed and the draw's (default 12345)")
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--tiny", action="store_true", help="toy sizes on any machine, CPU included")
@@ -100,8 +106,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     for shape in args.shapes:
         if shape not in ("base", "large"):
             parser.error(f"--shapes: {shape!r} is not base or large")
-    if args.sample_steps < 1 or args.warmup_steps < 0 or args.questions < 0:
-        parser.error("--sample-steps must be at least 1, --warmup-steps and --questions at least 0")
+    if args.sample_steps < 1 or args.warmup_steps < 0 or args.questions < 0 or args.pad_multiple < 0:
+        parser.error("--sample-steps must be at least 1, --warmup-steps, --questions and --pad-multiple at least 0")
     args.dev = {**{s: default_dev(s) for s in SUBSETS}, **pairs(parser, "--dev", args.dev, str)}
     args.train = pairs(parser, "--train", args.train, str)
     given = pairs(parser, "--train-questions", args.train_questions, int)
@@ -138,8 +144,11 @@ def tokenizer_for(args: argparse.Namespace) -> Any:
     """--vocab's WordPiece tokenizer (lower-cased), all-MiniLM-L6-v2's, or (--tiny) a character vocabulary."""
     from transformers import AutoTokenizer, BertTokenizerFast
 
-    if args.vocab:
-        return BertTokenizerFast(vocab_file=args.vocab, do_lower_case=True)
+    if args.vocab:  # transformers 5 takes the vocabulary as a dict (its vocab_file argument alone is not read)
+        vocab: dict[str, int] = {}
+        for token in Path(args.vocab).read_text(encoding="utf-8").splitlines():
+            vocab.setdefault(token, len(vocab))
+        return BertTokenizerFast(vocab=vocab, do_lower_case=True)
     if args.tiny:
         return character_tokenizer([args.dev[s] for s in args.subsets] + [args.train[s] for s in args.train])
     try:
@@ -235,7 +244,7 @@ def training_epoch(args: argparse.Namespace, subset: str, tokenizer: Any, releas
 
     pad = tokenizer.pad_token_id or 0
     if subset in args.train:
-        table, _, _ = windows(subset, args.train[subset], tokenizer, release, True, 0, dev=False)
+        table, _, _ = windows(subset, args.train[subset], tokenizer, release, True, args.questions, dev=False)
         data = WindowDataset(table, True, pad, pad_multiple, release.max_seq_length)
         return Epoch(data, np.arange(len(table))), f"training set ({args.train[subset]})"
     questions = args.train_questions[subset] or 3 * dev_questions
@@ -341,12 +350,12 @@ def print_row(subset: str, figures: dict[str, Any], device: str) -> None:
     for shape, r in figures["shapes"].items():
         print(f"| {subset} | {shape} | {figures['source']} | {figures['epoch_windows']:,} | {r['sampled_steps']} of "
               f"{figures['full_steps']:,} | {r['step_ms']:.1f} | {r['tokens_ratio']:.3f} | {r['train_seconds']:.1f} | "
-              f"{r['tflops']:.1f} | {percent(r['mfu'])} | {percent(r['mfu_real'])} | {r['predict_seconds']:.2f} | "
+              f"{r['tflops']:.3g} | {percent(r['mfu'])} | {percent(r['mfu_real'])} | {r['predict_seconds']:.2f} | "
               f"{r['decode_seconds']:.2f} | {device} |", flush=True)
 
 
 def epoch_line(subset: str, f: dict[str, Any]) -> str:
-    return (f"| {subset} | {f['source']} | {f['epoch_windows']:,} | {f['full_steps']:,} | {f['computed_tokens'] / 1e6:.1f} | "
+    return (f"| {subset} | {f['source']} | {f['epoch_windows']:,} | {f['full_steps']:,} | {f['computed_tokens'] / 1e6:.3g} | "
             f"{100 * (1 - f['real_tokens'] / f['computed_tokens']):.1f}% | {f['features_seconds']:.1f} |")
 
 
@@ -371,16 +380,17 @@ def main(argv: list[str] | None = None) -> int:
 
     result: dict[str, Any] = {
         "device": device, "peak_tflops": peak, "torch": torch.__version__, "transformers": transformers.__version__,
-        "precision": accelerator.mixed_precision, "command": " ".join(["benchmarks/bench_subset_steps.py", *sys.argv[1:]]),
+        "precision": accelerator.mixed_precision, "command": shlex.join(["benchmarks/bench_subset_steps.py", *sys.argv[1:]]),
         "settings": {**vars(release), "seed": args.seed, "vocab_size": len(tokenizer), "tiny": args.tiny},
         "subsets": {}, "not_measured": []}
     print(f"device {device}; torch {torch.__version__}; {accelerator.mixed_precision} precision; "
           f"{release.max_seq_length} tokens, batch {release.batch}, {release.epochs} epochs; vocabulary "
-          f"{len(tokenizer):,} tokens; {args.sample_steps} steps timed after {args.warmup_steps}")
+          f"{len(tokenizer):,} tokens; {args.sample_steps} steps timed after {args.warmup_steps}; batches padded to "
+          f"multiples of {args.pad_multiple or (8 if cuda else 1)}")
     print("| subset | shape | training epoch | windows | steps timed | ms/step | tokens, epoch/sample | training s "
           "(2 epochs) | TFLOP/s | MFU | MFU, real tokens | predict s | decode s | device |\n"
           "| --- | --- | --- |" + " ---: |" * 10 + " --- |")
-    pad_multiple = 8 if cuda else 1  # as the baseline pads
+    pad_multiple = args.pad_multiple or (8 if cuda else 1)  # as the baseline pads
     epochs: list[str] = []
     for subset in args.subsets:
         if args.budget and time.perf_counter() - began > args.budget:
