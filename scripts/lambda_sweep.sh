@@ -26,7 +26,8 @@
 # SCHEDULER     local (default): run here, as above. slurm: submit the unfinished runs as one Slurm job array (a
 #               task per GPUS_PER_TASK x RUNS_PER_GPU runs, each resuming its run folder) and `expmrc collect` as a job
 #               that starts when every task has ended (--dependency=afterany); the job scripts and logs go to
-#               OUTPUT_ROOT/.slurm/, DRY_RUN=1 prints them. The same command again submits only unfinished runs.
+#               OUTPUT_ROOT/.slurm/, DRY_RUN=1 prints them. The same command again submits only unfinished runs
+#               (none left: it runs `expmrc collect` here).
 # GPUS_PER_TASK slurm: GPUs each array task asks for (--gres=gpu:N, default 1; 0: none). Under launch_multi_gpu.sh
 #               (one run over several GPUs) set it to NUM_GPUS: each task then runs RUNS_PER_GPU runs on all of them.
 # SLURM_ARGS    slurm: more #SBATCH options, e.g. "--partition=gpu --time=04:00:00 --account=nlp"; sbatch's own

@@ -101,6 +101,17 @@ def test_the_sampled_tokens_are_those_of_the_batches_the_loop_trained(tmp_path, 
     assert len(costs) == math.ceil(2 * 50 / 8)
 
 
+def test_a_vocabulary_file_splits_english_into_its_pieces_and_chinese_per_character(tmp_path):
+    """--vocab is what the GPU machine has (devcheck's vocab.txt): read as a WordPiece vocabulary, not left unknown."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "river", "un", "##bel", "北", "京"]))
+    dev = make_span_file(tmp_path / "dev.json", 1, seed=1)
+    bench = load_bench()
+    tokenizer = bench.tokenizer_for(bench.parse(["--vocab", str(vocab), "--subsets", "squad", "--dev", f"squad={dev}"]))
+    assert tokenizer.tokenize("The River unbel 北京 x") == ["the", "river", "un", "##bel", "北", "京", "[UNK]"]
+    assert (tokenizer.pad_token_id, tokenizer.cls_token_id, len(tokenizer)) == (0, 2, 11)
+
+
 def test_a_file_of_another_subset_is_one_line(tmp_path, capsys):
     race = choice_file(tmp_path / "race.json", 2, seed=2)
     assert load_bench().main(["--tiny", "--subsets", "c3", "--dev", f"c3={race}"]) == 2
