@@ -220,8 +220,10 @@ def case_row(label: str, case: Case, args: argparse.Namespace, flops: float, pea
             f"{case.memory:.2f} | {case.warmup[0]:.2f} | {warm} |")
 
 
-def steps_table(args: argparse.Namespace, device: torch.device, peak: float | None) -> None:
-    """Part 1: every shape x task x precision x compile case, ours and the library's alternated, one line each."""
+def steps_table(args: argparse.Namespace, device: torch.device, peak: float | None) -> list[dict[str, Any]]:
+    """Part 1: every shape x task x precision x compile case, ours and the library's alternated, one line each;
+    returns each model's median step and MFU (what --json writes)."""
+    cases: list[dict[str, Any]] = []
     memory_kind = "peak GiB" if device.type == "cuda" else "max RSS GiB"
     print(f"steps alternated ours/library (ABAB); warm-up until {args.settle_steps} steps lie within "
           f"{100 * args.settle:g}% (at least {args.warmup}, at most {args.max_warmup}); {args.repeats} rounds of "
@@ -238,10 +240,16 @@ def steps_table(args: argparse.Namespace, device: torch.device, peak: float | No
                     setting = f"{shape} | {task} | {precision} | {'on' if compiled else 'off'}"
                     print(case_row(f"{setting} | ours", ours, args, flops, peak), flush=True)
                     print(case_row(f"{setting} | library", library, args, flops, peak), flush=True)
+                    for model, case in (("ours", ours), ("library", library)):
+                        step = statistics.median(case.rounds)
+                        cases.append({"shape": shape, "task": task, "precision": precision, "compile": compiled,
+                                      "model": model, "step_ms": 1000 * step, "tokens": args.batch * args.seq,
+                                      "mfu": args.batch * args.seq / step * flops / 1e12 / peak if peak else None})
                     ratios = [b / a for a, b in zip(ours.rounds, library.rounds)]  # ours' throughput / the library's
                     print(f"| {setting} | ours / library | {statistics.median(ratios):.3f} | "
                           f"{min(ratios):.3f}-{max(ratios):.3f} |  |  |  |  |  |  |", flush=True)
                     del ours, library
+    return cases
 
 
 def epoch_features(tokenizer: Any, path: str, subset: str, training: bool, args: argparse.Namespace) -> tuple[Any, Any, float, bool]:
@@ -383,6 +391,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--predict-batch", type=int, default=64, help="dev prediction batch (default 64)")
     parser.add_argument("--skip-steps", action="store_true", help="skip part 1")
     parser.add_argument("--skip-epoch", action="store_true", help="skip part 2")
+    parser.add_argument("--json", default=None, help="also write part 1's step times to this file "
+                        "(what benchmarks/bench_sweep_model.py reads)")
     args = parser.parse_args(argv)
     args.compile = [mode == "on" for mode in args.compile]
     if args.tiny:
@@ -406,7 +416,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device {name}; dense bf16 peak {f'{peak:g} TFLOP/s' if peak else 'unknown (MFU n/a; --peak-tflops)'}; "
           f"torch {torch.__version__}; {args.seq} tokens, {args.batch} sequences a step")
     if not args.skip_steps:
-        steps_table(args, device, peak)
+        cases = steps_table(args, device, peak)
+        if args.json:
+            Path(args.json).write_text(json.dumps({"device": name, "peak_tflops": peak, "seq": args.seq,
+                                                   "batch": args.batch, "cases": cases}, indent=2), encoding="utf-8")
     if not args.skip_epoch:
         epoch_run(args, device)
     return 0

@@ -188,7 +188,8 @@ def measure(args: argparse.Namespace, work: Path, device: str, gpu: str | None) 
             began = time.perf_counter()
             sweep(args, subset, work / f"warm-{subset}", 1, gpu, extra + " --max_steps 1 --do_predict False")
             print(f"{subset}: feature caches filled in {time.perf_counter() - began:.1f} s (untimed run) [{device}]")
-    figures: dict[str, Any] = {"device": device, "steps": args.steps, "subsets": {}, "packing": {}}
+    figures: dict[str, Any] = {"device": device, "steps": args.steps, "extra_args": args.extra_args,
+                               "packing_subset": args.packing_subset, "subsets": {}, "packing": {}}
     print(f"| subset | windows | full-run steps | short run s | its training s | compiling s | ms/step | "
           f"projected full run s | device |\n| --- |{' ---: |' * 7} --- |")
     calls: dict[int, SweepCall] = {}

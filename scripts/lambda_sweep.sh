@@ -7,6 +7,7 @@
 #   SUBSET=cmrc2018 PLM_PATH=models/chinese_macbert_base DATA_PATH=data/cmrc2018 \
 #     OUTPUT_ROOT=runs/sweep-cmrc2018 bash scripts/lambda_sweep.sh
 #   GPUS=0 RUNS_PER_GPU=3 SUBSET=cmrc2018 ... bash scripts/lambda_sweep.sh   # three runs share GPU 0
+#   SCHEDULER=slurm SLURM_ARGS="--partition=gpu --time=02:00:00" SUBSET=cmrc2018 ... bash scripts/lambda_sweep.sh
 #
 # SUBSET        squad | cmrc2018 | race | c3 (runs scripts/run_<SUBSET>.sh)
 # LAMBDAS       default "0 0.01 0.05 0.1 0.2 0.5 1.0" (the paper's sweep)
@@ -17,8 +18,21 @@
 #               its GPU, its output in RUN_DIR/sweep.log); default CUDA_VISIBLE_DEVICES, else every GPU nvidia-smi
 #               lists. GPUS="" runs on whatever device there is. See docs/training.md for when one multi-GPU run is better.
 # RUNS_PER_GPU  N (default 1): N independent runs share each listed GPU at a time (with GPUS="", N at a time on the
-#               one device). Pays for small models, whose single run leaves the GPU idle between kernel launches;
-#               not for large ones (docs/training.md).
+#               one device). Pays for small models run eagerly, whose single run leaves the GPU idle between kernel
+#               launches; not for compiled runs (--torch_compile True) on an H100, where three side by side trained at
+#               0.95x the throughput of one (1.43x on an H200), nor for large models (docs/benchmarks.md, "GPU-hours
+#               of a lambda sweep": benchmarks/bench_sweep_model.py picks N per model size from the measured gain).
+# SWEEP_RUNS    "LAMBDA:SEED ..." (e.g. "0.1:1 0.5:3"): just these runs instead of LAMBDAS x SEEDS.
+# SCHEDULER     local (default): run here, as above. slurm: submit the unfinished runs as one Slurm job array (a
+#               task per GPUS_PER_TASK x RUNS_PER_GPU runs, each resuming its run folder) and `expmrc collect` as a job
+#               that starts when every task has ended (--dependency=afterany); the job scripts and logs go to
+#               OUTPUT_ROOT/.slurm/, DRY_RUN=1 prints them. The same command again submits only unfinished runs
+#               (none left: it runs `expmrc collect` here).
+# GPUS_PER_TASK slurm: GPUs each array task asks for (--gres=gpu:N, default 1; 0: none). Under launch_multi_gpu.sh
+#               (one run over several GPUs) set it to NUM_GPUS: each task then runs RUNS_PER_GPU runs on all of them.
+# SLURM_ARGS    slurm: more #SBATCH options, e.g. "--partition=gpu --time=04:00:00 --account=nlp"; sbatch's own
+#               SBATCH_* variables (SBATCH_PARTITION, ...) work too. On Cloud TPU VMs there is no scheduler: run
+#               `bash scripts/launch_tpu_vm.sh scripts/lambda_sweep.sh` on the VM (one run at a time on all its chips).
 # Everything run_<SUBSET>.sh reads passes through: PLM_PATH, DATA_PATH, SIZE, TRAIN_FILE, PREDICT_FILE,
 # EXTRA_ARGS (e.g. "--max_steps 4" for a smoke sweep), LAUNCH, MIXED_PRECISION, ... DRY_RUN=1 prints
 # the commands and the GPU each run would get. A failed run (out of memory included) does not stop the others; the
@@ -34,6 +48,12 @@ RUNS_PER_GPU="${RUNS_PER_GPU:-1}"
 case "$SUBSET" in
   squad|cmrc2018|race|c3) ;;
   *) die "SUBSET must be one of squad, cmrc2018, race, c3; got '$SUBSET'" ;;
+esac
+SCHEDULER="${SCHEDULER:-local}"
+case "$SCHEDULER" in
+  local) ;;
+  slurm) source "$HERE/_slurm.sh"; slurm_check ;;
+  *) die "SCHEDULER must be local or slurm, got '$SCHEDULER'" ;;
 esac
 LAMBDAS="${LAMBDAS:-0 0.01 0.05 0.1 0.2 0.5 1.0}"
 if [ -z "${SEEDS:-}" ]; then SEEDS="$(seq -s ' ' 1 "${NUM_SEEDS:-5}")"; fi
@@ -58,19 +78,37 @@ for gpu in "${gpus[@]:-}"; do
   for _ in $(seq "$RUNS_PER_GPU"); do slots+=("$gpu"); done
 done
 
+runs=()  # "LAMBDA SEED" of every run of the sweep: SWEEP_RUNS, else LAMBDAS x SEEDS
+if [ -n "${SWEEP_RUNS:-}" ]; then
+  for run in $SWEEP_RUNS; do
+    [[ "$run" =~ ^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?:[0-9]+$ ]] ||
+      die "SWEEP_RUNS takes LAMBDA:SEED items separated by spaces, such as '0.1:1 0.5:3'; got '$run'"
+    runs+=("${run/:/ }")
+  done
+else
+  for lambda in $LAMBDAS; do
+    for seed in $SEEDS; do runs+=("$lambda $seed"); done
+  done
+fi
+
 pending=()
 skipped=0
-for lambda in $LAMBDAS; do
-  for seed in $SEEDS; do
-    run_dir="$OUTPUT_ROOT/lambda_$lambda/seed_$seed"
-    if finished "$run_dir"; then
-      echo "skip $run_dir: finished" >&2
-      skipped=$((skipped + 1))
-    else
-      pending+=("$lambda $seed")
-    fi
-  done
+for run in "${runs[@]}"; do
+  read -r lambda seed <<< "$run"
+  run_dir="$OUTPUT_ROOT/lambda_$lambda/seed_$seed"
+  if finished "$run_dir"; then
+    echo "skip $run_dir: finished" >&2
+    skipped=$((skipped + 1))
+  else
+    pending+=("$lambda $seed")
+  fi
 done
+
+# ---- SCHEDULER=slurm: the pending runs as one job array, collect after it (scripts/_slurm.sh) ----------------------
+if [ "$SCHEDULER" = slurm ] && [ "${#pending[@]}" -gt 0 ]; then
+  slurm_submit "${pending[@]}"
+  exit 0
+fi
 
 state="$(mktemp -d)"
 trap 'rm -rf "$state"' EXIT
@@ -83,7 +121,7 @@ where() {  # where SLOT GPU: how a run's place is shown ("on GPU 3", "on GPU 3, 
   local text=""
   if [ -n "$2" ]; then text="on GPU $2"; fi
   if [ "$RUNS_PER_GPU" -gt 1 ]; then
-    text="${text:+$text, }run $(($1 % RUNS_PER_GPU + 1)) of $RUNS_PER_GPU sharing ${2:+it}${2:-the device}"
+    text="${text:+$text, }run $(($1 % RUNS_PER_GPU + 1)) of $RUNS_PER_GPU sharing $(if [ -n "$2" ]; then echo it; else echo the device; fi)"
   fi
   echo "$text"
 }

@@ -34,6 +34,7 @@ def test_tiny_sweep_measures_runs_side_by_side_and_projects_the_sweep(tmp_path):
     assert row["full_steps"] == -(-2 * row["windows"] // 8)  # 2 epochs of its windows in batches of 8
     assert row["full_run"] > row["wall"] - row["train"] > 0 and row["per_step"] > 0
     assert set(figures["packing"]) == {"1", "2"} and figures["packing"]["1"]["gain_train"] == pytest.approx(1.0)
+    assert figures["packing_subset"] == "squad" and figures["extra_args"] == ""  # what bench_sweep_model.py reports
     # two copies really ran side by side, each with its own record
     infos = [json.loads(p.read_text()) for p in (tmp_path / "runs" / "squad-k2").glob("lambda_*/seed_*/run_info.json")]
     assert len(infos) == 2 and all(i["status"] == "finished" and i["timing"]["steps_run"] == 3 for i in infos)

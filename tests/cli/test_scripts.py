@@ -50,7 +50,7 @@ def test_every_script_parses(script):
     assert subprocess.run(["bash", "-n", str(SCRIPTS / script)], capture_output=True).returncode == 0
 
 
-@pytest.mark.parametrize("script", sorted(p.name for p in SCRIPTS.glob("*.sh") if p.name != "_common.sh"))
+@pytest.mark.parametrize("script", sorted(p.name for p in SCRIPTS.glob("*.sh") if not p.name.startswith("_")))
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_every_script_explains_itself_and_does_nothing_else(script, flag, tmp_path):
     """`--help` prints the comment at the top of the script (what it does, the variables it reads) and exits 0

@@ -1,0 +1,137 @@
+"""benchmarks/bench_sweep_model.py: the λ sweep's GPU-hours from the JSON that bench_subset_steps.py, bench_sweep.py
+and bench_gpu.py write, RUNS_PER_GPU chosen per size from the measured packing gain, and every figure that was not
+measured on the device marked as modelled, with what it was modelled from."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from helpers.common import ROOT
+
+SCRIPT = ROOT / "benchmarks" / "bench_sweep_model.py"
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def subset(kind: str, train: float | None, predict: float, decode: float, **extra) -> dict:
+    shapes = {"base": {"train_seconds": train, "predict_seconds": predict, "decode_seconds": decode}} if train else {}
+    return {"kind": kind, "shapes": shapes, "computed_tokens": 3.2e7, "computed_token_length": 3.2e7 * 300,
+            "full_steps": 5000, "dev_windows": 500, "epoch_windows": 80000, **extra}
+
+
+def steps_file(tmp_path, subsets: dict, device: str = H100) -> str:
+    path = tmp_path / "steps.json"
+    path.write_text(json.dumps({"device": device, "command": "benchmarks/bench_subset_steps.py --json steps.json",
+                                "subsets": subsets}))
+    return str(path)
+
+
+def sweep_file(tmp_path, name: str, gains: dict, overheads: dict, extra_args: str = "", device: str = H100) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps({"device": device, "extra_args": extra_args, "packing_subset": "cmrc2018",
+                                "subsets": {s: {"overhead": o} for s, o in overheads.items()},
+                                "packing": {str(k): {"gain_train": g} for k, g in gains.items()}}))
+    return str(path)
+
+
+def plan(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def row(out: str, name: str, size: str) -> list[str]:
+    [line] = [line for line in out.splitlines() if line.startswith(f"| {name} | {size} |")]
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_measured_inputs_give_a_measured_base_sweep_and_the_best_packing(tmp_path):
+    steps = steps_file(tmp_path, {"squad": subset("span", 300.0, 4.0, 2.0), "cmrc2018": subset("span", 60.0, 3.0, 1.0),
+                                  "race": subset("choice", 900.0, 8.0, 1.0), "c3": subset("choice", 100.0, 5.0, 1.0)})
+    sweep = sweep_file(tmp_path, "sweep.json", {1: 1.0, 2: 1.30, 3: 1.34}, {"cmrc2018": 30.0})
+    starts = sweep_file(tmp_path, "starts.json", {1: 1.0}, {"squad": 26.0, "race": 35.0, "c3": 31.0})
+    done = plan("--steps", steps, "--packing", f"base={sweep}", "--packing", f"base={starts}")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    # cmrc2018: start-up 30 - (3 + 1) = 26 s; a run 26 + 60 + 4 = 90 s; 35 runs; three to a GPU at 1.34x
+    assert row(out, "cmrc2018", "base") == ["cmrc2018", "base", "60.0", "4.0", "26.0", "90.0", "3", "1.34",
+                                            f"{35 * 90 / 3600:.2f}", f"{35 * 90 / 3600 / 1.34:.2f}", "measured"]
+    race = row(out, "race", "base")  # its own start-up (35 - 9), cmrc2018's packing gain: modelled
+    assert race[2:6] == ["900.0", "9.0", "26.0", "935.0"] and race[8] == f"{35 * 935 / 3600:.2f}"
+    assert race[7].startswith("1.34 (") and race[10].startswith("modelled (")
+    one_gpu = 35 * (90 + (20 + 300 + 6) + 935 + (25 + 100 + 6)) / 3600  # squad 26 - 6, c3 31 - 6
+    assert f"base sweep: {one_gpu:.2f} GPU-hours one run a GPU (measured)" in out
+    assert re.search(r"base sweep: .* with RUNS_PER_GPU=3 \(modelled\)", out)
+    assert ("RUNS_PER_GPU for base: 3 (gain 1.34; bench_sweep.py on NVIDIA H100 80GB HBM3, cmrc2018 runs eager, gains "
+            "k=1: 1.00, k=2: 1.30, k=3: 1.34)") in out
+    assert "gain: bench_sweep.py on NVIDIA H100 80GB HBM3, cmrc2018 runs eager, gains k=1: 1.00, k=2: 1.30, k=3: 1.34; " \
+           "cmrc2018's, for the other subsets" in out
+    assert "RUNS_PER_GPU for large: 1 (packing not measured for large: one run per GPU)" in out
+
+
+def test_large_is_modelled_from_base_by_bench_gpus_ratio_or_the_flops(tmp_path):
+    steps = steps_file(tmp_path, {"cmrc2018": subset("span", 60.0, 3.0, 1.0)})
+    gpu = tmp_path / "gpu.json"
+    gpu.write_text(json.dumps({"device": H100, "seq": 512, "batch": 32, "cases": [
+        {"shape": "base", "task": "span", "precision": "bf16", "compile": False, "model": "ours", "step_ms": 40.0},
+        {"shape": "base", "task": "span", "precision": "bf16", "compile": False, "model": "library", "step_ms": 39.0},
+        {"shape": "large", "task": "span", "precision": "bf16", "compile": False, "model": "ours", "step_ms": 130.0}]}))
+    done = plan("--steps", steps, "--gpu", str(gpu))
+    assert done.returncode == 0, done.stderr
+    large = row(done.stdout, "cmrc2018", "large")
+    assert large[2].startswith("195.0 (") and large[3].startswith("10.8 (")  # 60 × 3.25; 3 × 3.25 + 1
+    assert "large: base's measured training and prediction × 3.25 (bench_gpu.py's large / base step at 512 tokens" \
+           in done.stdout
+    assert "modelled: an assumed start-up of 30 s" in done.stdout
+    assert "large sweep (1 of 4 subsets)" in done.stdout and "not projected: squad (not in --steps" in done.stdout
+    by_flops = plan("--steps", steps)
+    assert "large: base's measured training and prediction × (the FLOP ratio of the two shapes" in by_flops.stdout
+
+
+def test_packing_that_gains_nothing_keeps_one_run_per_gpu(tmp_path):
+    """Three compiled runs side by side on an H100 trained at 0.95x the throughput of one (issue 32): no packing."""
+    steps = steps_file(tmp_path, {"cmrc2018": subset("span", 60.0, 3.0, 1.0)})
+    sweep = sweep_file(tmp_path, "sweep.json", {1: 1.0, 3: 0.95}, {"cmrc2018": 30.0}, "--torch_compile True")
+    done = plan("--steps", steps, "--packing", f"base={sweep}")
+    assert row(done.stdout, "cmrc2018", "base")[6:8] == ["1", "1.00"]
+    assert "RUNS_PER_GPU for base: 1 (bench_sweep.py on NVIDIA H100 80GB HBM3, cmrc2018 runs with --torch_compile True" \
+           in done.stdout
+
+
+def test_untimed_subsets_are_left_out_or_modelled_at_a_stated_throughput(tmp_path):
+    steps = steps_file(tmp_path, {"race": subset("choice", None, 0, 0)}, device="CPU (2 cores)")
+    left = plan("--steps", steps)
+    assert "not projected: race base (neither it nor the other size was timed; --tflops models it)" in left.stdout
+    modelled = plan("--steps", steps, "--tflops", "200")
+    base = row(modelled.stdout, "race", "base")
+    seconds = 3 * 12 * (24 * 768 ** 2 * 3.2e7 + 4 * 768 * 3.2e7 * 300) / 200e12
+    assert base[2] == f"{seconds:.1f} (a)" and base[10] == "modelled (a) (b)"
+    assert "(a) modelled: the epoch's computed tokens (counted on CPU (2 cores)) at an assumed 200 TFLOP/s" in modelled.stdout
+
+
+def test_bench_gpu_writes_the_step_times_the_model_reads(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), "--tiny", "--tasks", "span",
+                           "--precisions", "bf16", "--compile", "off", "--steps", "1", "--repeats", "1", "--warmup", "1",
+                           "--max-warmup", "1", "--skip-epoch", "--json", str(tmp_path / "gpu.json")],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads((tmp_path / "gpu.json").read_text())
+    assert figures["device"].startswith("CPU") and (figures["seq"], figures["batch"]) == (64, 4)
+    assert [(c["shape"], c["task"], c["precision"], c["compile"], c["model"]) for c in figures["cases"]] == [
+        ("tiny", "span", "bf16", False, "ours"), ("tiny", "span", "bf16", False, "library")]
+    assert all(c["step_ms"] > 0 and c["mfu"] is None for c in figures["cases"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--steps", "/nowhere.json"], "/nowhere.json: cannot read --steps's JSON"),
+    (["--steps", str(SCRIPT)], "cannot read --steps's JSON"),
+    (["--steps", "STEPS", "--packing", "huge=x.json"], "--packing takes SIZE=FILE with SIZE base or large"),
+])
+def test_bad_inputs_are_one_line(tmp_path, argv, message):
+    argv = [a.replace("STEPS", steps_file(tmp_path, {})) for a in argv]
+    done = plan(*argv)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and message in done.stderr
