@@ -200,20 +200,20 @@ def measure_facts(dataset, seed: int) -> dict[str, object]:
     for those in traditional script; with the misses."""
     from helpers.quotes import iou
 
-    from expmrc.text.grounding import REPAIRED, ground_text
+    from expmrc.text.grounding import VERBATIM, ground_text
 
     result: dict[str, object] = {}
     misses: dict[str, list] = {}
     for kind, cases in fact_cases(dataset, seed).items():
         grounded = [(qid, quote, ground_text(passage, quote)) for qid, passage, quote in cases]
-        caught = [g for g in grounded if g[2].status not in REPAIRED]
+        caught = [g for g in grounded if g[2].status not in VERBATIM]
         result[kind] = (len(caught), len(grounded))
-        misses[kind] = [g for g in grounded if g[2].status in REPAIRED]
+        misses[kind] = [g for g in grounded if g[2].status in VERBATIM]
     form = form_cases(dataset, seed)
     repaired, script, script_repaired, misses["form"] = 0, 0, 0, []
     for qid, passage, quote, span, names in form:
         found = ground_text(passage, quote)
-        ok = found.status in REPAIRED and iou(found.span, span) >= 0.75
+        ok = found.status in VERBATIM and iou(found.span, span) >= 0.75
         repaired += ok
         script += "script" in names
         script_repaired += ok and "script" in names

@@ -200,7 +200,7 @@ def measure(dataset) -> dict[str, object]:
     answer) of `dataset`; the located share (any located status, `altered` included: IoU >= 0.75), the share of
     fabricated quotes `unverified` and the share of answers repaired to their text, with misses."""
     from expmrc.data.datasets import SpanQuestion, passage_of
-    from expmrc.text.grounding import LOCATED, REPAIRED, UNVERIFIED, ground_text
+    from expmrc.text.grounding import LOCATED, VERBATIM, UNVERIFIED, ground_text
 
     cases = gold_cases(dataset)
     located, flagged, fakes, answers, answer_total = 0, 0, 0, 0, 0
@@ -226,7 +226,7 @@ def measure(dataset) -> dict[str, object]:
             answer_total += 1
             variant = answer_variant(str(q.answers[0]).strip(), rng_for(q.qid, "answer"))
             got = ground_text(passage, variant, answer=True)
-            if got.status in REPAIRED and bare(passage[got.start:got.end]) == bare(str(q.answers[0])):
+            if got.status in VERBATIM and bare(passage[got.start:got.end]) == bare(str(q.answers[0])):
                 answers += 1
             else:
                 misses["answer"].append((q.qid, variant, got))

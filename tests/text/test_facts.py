@@ -9,7 +9,7 @@ import pytest
 
 from helpers.common import ROOT, dev_set
 from expmrc.data.datasets import load_dataset
-from expmrc.text.grounding import ALTERED, MISSING, REPAIRED, UNVERIFIED, ground_submission, ground_text
+from expmrc.text.grounding import ALTERED, MISSING, VERBATIM, UNVERIFIED, ground_submission, ground_text
 from expmrc.text.locate import fold, normalized, tokens
 
 # span passages (SQuAD-, CMRC-like) and multiple-choice passages (RACE-, C3-like), written for these tests
@@ -97,7 +97,7 @@ def located_text(passage, grounding):
 @pytest.mark.parametrize("passage, quote, gold", FORM)
 def test_a_quote_whose_form_changed_is_repaired_to_the_passage_text(passage, quote, gold):
     grounding = ground_text(passage, quote)
-    assert grounding.status in REPAIRED and not grounding.changes, (quote, grounding)
+    assert grounding.status in VERBATIM and not grounding.changes, (quote, grounding)
     assert located_text(passage, grounding) == gold
 
 
@@ -123,7 +123,7 @@ def test_form_folding_keeps_offsets_into_the_original_text():
 def test_edge_cases_of_form():
     # digit grouping is a token boundary, not a fact; a whole number or a name left out says less, not otherwise
     assert ground_text("It cost 1,000 dollars in the first year of the war.",
-                       "It cost 1000 dollars in the first year of the war").status in REPAIRED
+                       "It cost 1000 dollars in the first year of the war").status in VERBATIM
     assert ground_text(OPERA, "The final cost was million Australian dollars, paid largely by a state lottery"
                        ).status == "fuzzy"
     assert ground_text(MARY, "Her son visits her twice a month and never forgets to bring flowers").status == "fuzzy"
@@ -151,8 +151,8 @@ def test_edge_cases_of_fact():
     assert ground_text(library, "这座图书馆中有四层阅览室：一层借书，二层自习，三层是电子阅览室。").status == ALTERED
     assert ground_text(library, "原文提到：一层借书，二层自习，三层是电子阅览室。").status == "exact"  # a real framing
     # a negation added at a sentence start is not matched to a neighbouring sentence's
-    assert ground_text(PKU, "不从城内沙滩迁至西郊燕园，学校目前共有教职工两万余人").status not in REPAIRED
-    assert ground_text(PKU, "学校目前共有教职工两万余人。北大不从城内沙滩迁至西郊燕园").status not in REPAIRED
+    assert ground_text(PKU, "不从城内沙滩迁至西郊燕园，学校目前共有教职工两万余人").status not in VERBATIM
+    assert ground_text(PKU, "学校目前共有教职工两万余人。北大不从城内沙滩迁至西郊燕园").status not in VERBATIM
     # a short quote with a changed fact may score under the threshold: unverified, caught all the same
     assert ground_text(OPERA, "Queen Victoria II opened the building on 20 October 1973").status == UNVERIFIED
 

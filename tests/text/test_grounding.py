@@ -8,7 +8,7 @@ import pytest
 
 from helpers.common import ROOT, dev_set
 from expmrc.data.datasets import load_dataset
-from expmrc.text.grounding import REPAIRED, UNVERIFIED, ground_submission, ground_text
+from expmrc.text.grounding import VERBATIM, UNVERIFIED, ground_submission, ground_text
 
 EN = ("The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region in "
       "France. They were descended from Norse raiders and pirates from Denmark, Iceland and Norway who, under "
@@ -68,7 +68,7 @@ FABRICATED = [
 @pytest.mark.parametrize("passage, quote, gold", FAITHFUL)
 def test_an_honest_quote_is_tied_to_the_passage_text_it_quotes(passage, quote, gold):
     found = ground_text(passage, quote)
-    assert found.status in REPAIRED, (quote, found)
+    assert found.status in VERBATIM, (quote, found)
     start = passage.index(gold)
     overlap = min(found.end, start + len(gold)) - max(found.start, start)
     union = max(found.end, start + len(gold)) - min(found.start, start)
