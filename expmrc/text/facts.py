@@ -54,7 +54,7 @@ _NOT_NEGATION = ("非常", "未来", "特别", "区别", "分别", "别人", "�
 _NOT_NUMERAL = ("一起", "一样", "一些", "一直", "一定", "一般", "一切", "一边", "一下", "一旦", "一致", "一同",
                 "一向", "一再", "一面", "一方", "一点", "一会", "统一", "唯一", "万一", "千万", "万分", "十分")
 SIGNS = "$¢£¤¥₠-₿%‰‱°"  # currency, percent and degree signs (NFKC folds ＄ ￥ ％ to these)
-_TOKEN = re.compile(rf"[{CJK}]|\d+(?:[.,]\d+)*(?:[^\W\d_{CJK}]+)?|[^\W_{CJK}]+|[{SIGNS}]")
+_TOKEN = re.compile(rf"[{CJK}]|\d+(?:[.,]\d+)*(?:[^\W\d_{CJK}]+)?|[^\W_{CJK}]+(?:\.\d+)*|[{SIGNS}]")
 # English words that are no unit after a number (`1959 and`, `20 of`)
 _FUNCTION = frozenset("""a an the and or but nor so yet of in on at to for by with from as into onto than then that
     this these those which who whom whose what when where while is was are were be been being has have had do does did
@@ -127,7 +127,8 @@ def is_number(token: str) -> bool:
 @dataclass(frozen=True)
 class _Side:
     """One side of the alignment: its text, tokens (folded), their spans in the text, the tokens that are
-    negations and names, and per token the number it belongs to (its unit included; -1 for none)."""
+    negations and names, and per token the number (its unit included) and the Chinese name it belongs to (-1 for
+    none)."""
 
     text: str
     tokens: tuple[str, ...]
@@ -135,6 +136,7 @@ class _Side:
     negations: frozenset[int]
     names: frozenset[int]
     numbers: tuple[int, ...]
+    chinese_name: tuple[int, ...]  # per token, the Chinese name it is a character of, or -1
 
     def display(self, lo: int, hi: int) -> str:
         return self.text[self.spans[lo][0]:self.spans[hi - 1][1]] if hi > lo else ""
@@ -250,10 +252,12 @@ def _side(text: str, case_says_nothing: bool = False, known: frozenset[str] = fr
     negations = frozenset(i for i, t in enumerate(words) if t in NEGATIONS or (
         t in CHINESE_NEGATIONS and not _in_word(form, at[i], _NOT_NEGATION)))
     names = set() if case_says_nothing else _latin_names(text, spans, words, known)
-    starts = [a for a, _ in spans]
-    for a, b in chinese_names(text):
-        names.update(range(bisect_left(starts, a), bisect_left(starts, b)))
-    return _Side(text, tuple(words), spans, negations, frozenset(names), _numbers(form, words, at, cjk))
+    starts, chinese = [a for a, _ in spans], [-1] * len(words)
+    for k, (a, b) in enumerate(chinese_names(text)):
+        for i in range(bisect_left(starts, a), bisect_left(starts, b)):
+            names.add(i)
+            chinese[i] = k
+    return _Side(text, tuple(words), spans, negations, frozenset(names), _numbers(form, words, at, cjk), tuple(chinese))
 
 
 def _window(passage: _Side, span: Span) -> tuple[int, int]:
@@ -318,6 +322,21 @@ def _without_fragments(quote: _Side, passage: _Side, lo: int, hi: int) -> tuple[
     return new_lo, new_hi
 
 
+def _reach_run(passage: _Side, edge: int, run: tuple[str, ...], direction: int) -> int:
+    """How far (in tokens) the range must grow from `edge` to take in the nearest occurrence of `run` (quote tokens
+    left over at that end) within a dozen tokens beyond it in the same sentence (a parenthetical between, which the
+    quote leaves out); 0 when there is none."""
+    if not run:
+        return 0
+    lo, hi = (_widen(passage, edge, edge, len(run) + 12, 0)[0], edge) if direction < 0 else \
+        (edge, _widen(passage, edge, edge, 0, len(run) + 12)[1])
+    window = passage.tokens[lo:hi]
+    places = [k for k in range(len(window) - len(run) + 1) if window[k:k + len(run)] == run]
+    if not places:
+        return 0
+    return edge - (lo + places[-1]) if direction < 0 else lo + places[0] + len(run) - edge
+
+
 def _aligned_range(quote: _Side, passage: _Side, span: Span) -> tuple[int, int]:
     """The passage token range the quote is compared with: the span less stray fragments of neighbouring
     sentences, grown by the quote tokens left over at its ends (within the sentence), less passage tokens at the
@@ -326,6 +345,8 @@ def _aligned_range(quote: _Side, passage: _Side, span: Span) -> tuple[int, int]:
     edits = _edits(quote, passage, lo, hi)
     left = next((b for a, b, c, d in edits if a == 0 and c == 0), 0)
     right = next((len(quote.tokens) - a for a, b, c, d in edits if b == len(quote.tokens) and d == hi - lo), 0)
+    left = _reach_run(passage, lo, quote.tokens[:left], -1) or left
+    right = _reach_run(passage, hi, quote.tokens[len(quote.tokens) - right:], 1) or right
     grown_lo, grown_hi = _widen(passage, lo, hi, left, right)
     if (grown_lo, grown_hi) == (lo, hi):
         return lo, hi
@@ -369,8 +390,8 @@ def _name_changed(quote: _Side, passage: _Side, q: Span, p: Span, aligned: Span,
         return False
     if q[1] > q[0]:
         return True
-    kept = [j for i in named for j in (p[0] - 1, p[1]) if aligned[0] <= j < aligned[1] and j in passage.names]
-    return any(re.fullmatch(f"[{CJK}]", passage.tokens[j]) for j in kept)
+    dropped = {passage.chinese_name[i] for i in named} - {-1}
+    return any(passage.chinese_name[j] in dropped for j in (p[0] - 1, p[1]) if aligned[0] <= j < aligned[1])
 
 
 def _reach(side: _Side, lo: int, hi: int, kind: str) -> tuple[int, int]:

@@ -25,7 +25,7 @@ from expmrc.data.datasets import Dataset, SpanQuestion, passage_of
 from expmrc.data.submissions import SCALAR_TYPES, parse_prediction
 from expmrc.errors import ExpmrcError
 from expmrc.text.facts import Change, cuts_fact, differences, elided_negation
-from expmrc.text.locate import Found, Hint, find, tokens, trim
+from expmrc.text.locate import Found, Hint, find, is_cjk, tokens, trim
 from expmrc.text.sentences import split_sentences
 
 EXACT, NORMALIZED, REWORDED, ALTERED = "exact", "normalized", "reworded", "altered"
@@ -85,13 +85,18 @@ def unframed(passage: str, text: str) -> str | None:
 
 
 def _runs_into(passage: str, pre: str, start: int) -> bool:
-    """Whether `pre` is (about half or more of it, fuzzily) the passage text just before `start`."""
+    """Whether `pre` is (about half or more of it, fuzzily) the passage text just before `start`: what lies between
+    its match and `start` is no more than the part of `pre` left unmatched (`妇女不反对：“…”` where the passage
+    says `妇女不同意：“…”`)."""
     pre = _bare(pre)
     if not tokens(pre)[0]:
         return False
     before = passage[max(0, start - 3 * len(pre) - 20):start]
     found = find(before, pre, ("normalized", "fuzzy"))
-    return found is not None and found.score >= 50 and not tokens(before[found.end:])[0]
+    if found is None or found.score < 50:
+        return False
+    unmatched = round(len(tokens(pre, is_cjk(passage))[0]) * (100 - found.score) / 100)
+    return len(tokens(before[found.end:], is_cjk(passage))[0]) <= unmatched
 
 
 def _unquoted(text: str) -> str:
@@ -205,20 +210,23 @@ def _found(passage: str, pieces: list[str], parts: list[Found]) -> Grounding:
 
 
 def _ground_whole(passage: str, text: str, hint: Hint, threshold: float, answer: bool) -> Grounding:
-    """Ground one quote as a whole (see `ground_text`): the first verbatim place, else of the fuzzy alignments the
-    first with the best status."""
+    """Ground one quote as a whole (see `ground_text`): the first verbatim place, else the first place with the
+    best status; a quote (or its pieces) placed verbatim or normalized is not aligned fuzzily as well."""
     first = _STOPS.sub("", _unquoted(text)) if answer else text
     inner = unframed(passage, text)
     candidates = list(dict.fromkeys(c for c in (first, text, inner, _bare(text)) if c))
     fuzzy = list(dict.fromkeys(c for c in (inner, *candidates) if c))
     plan = [(c, stage) for c in candidates for stage in STAGES[:2]] + [(c, STAGES[2]) for c in fuzzy]
-    best = None
+    best, placed = None, set()
     for candidate, stage in plan:
         pieces = _pieces(candidate)
         for option in ([pieces, [candidate]] if len(pieces) > 1 else [[candidate]]):
+            if stage == STAGES[2] and tuple(option) in placed:
+                continue  # its pieces lie where the verbatim or normalized stage found them, not where fuzzy would
             parts = _locate_pieces(passage, option, stage, threshold, hint)
             if parts is None:
                 continue
+            placed.add(tuple(option))
             found = _found(passage, option, parts)
             if found.end <= found.start:
                 continue
