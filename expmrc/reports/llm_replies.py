@@ -1,5 +1,6 @@
 """LLM replies on `expmrc report` pages: for a submission inside an `expmrc llm` run folder, each question
-shows the raw reply, the parsed answer and its parse status, and the grounding status of each field."""
+shows the raw reply, the parsed answer and its parse status, and the grounding status of each field with its
+changes (reworded or altered)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,7 @@ def llm_replies(submission_path: str) -> dict[str, dict[str, Any]]:
             shown[record["id"]] = {
                 "parse status": record["parsed"]["status"], "parsed answer": record["parsed"]["answer"],
                 **{f"{key} grounding": value["status"] for key, value in grounding.items()},
-                **{f"{key} changes": "; ".join(f"“{c['quote']}” for “{c['passage']}” ({c['kind']})"
-                                               for c in value["changes"])
+                **{f"{key} changes": "; ".join(map(described, value["changes"]))
                    for key, value in grounding.items() if value.get("changes")},
                 "raw reply": record.get("reply"),
             }
@@ -35,6 +35,15 @@ def llm_replies(submission_path: str) -> dict[str, dict[str, Any]]:
         raise ExpmrcError(f"{path}: line {number}: not an `expmrc llm` "
                           f"responses file ({type(exc).__name__})") from None
     return shown
+
+
+def described(change: dict[str, Any]) -> str:
+    """One change of a grounding record, as the page says it: `“6800” for “6300” (number)`, `“not” left out
+    (negation)`, `“very” added (word)`."""
+    quote, passage, kind = change["quote"], change["passage"], change["kind"]
+    if not quote:
+        return f"“{passage}” left out ({kind})"
+    return f"“{quote}” added ({kind})" if not passage else f"“{quote}” for “{passage}” ({kind})"
 
 
 def attach_llm_replies(report: Any, submission_path: str) -> None:

@@ -210,30 +210,29 @@ def _found(passage: str, pieces: list[str], parts: list[Found]) -> Grounding:
 
 
 def _ground_whole(passage: str, text: str, hint: Hint, threshold: float, answer: bool) -> Grounding:
-    """Ground one quote as a whole (see `ground_text`): the first verbatim place, else the first place with the
-    best status; a quote (or its pieces) placed verbatim or normalized is not aligned fuzzily as well."""
+    """Ground one quote as a whole (see `ground_text`): the first place found with no fact changed, else the first
+    altered one; a quote (or its pieces) placed verbatim or normalized is not aligned fuzzily as well (a fuzzy
+    alignment could place a piece farther on, past the negation its ellipsis stands for)."""
     first = _STOPS.sub("", _unquoted(text)) if answer else text
     inner = unframed(passage, text)
     candidates = list(dict.fromkeys(c for c in (first, text, inner, _bare(text)) if c))
     fuzzy = list(dict.fromkeys(c for c in (inner, *candidates) if c))
     plan = [(c, stage) for c in candidates for stage in STAGES[:2]] + [(c, STAGES[2]) for c in fuzzy]
-    best, placed = None, set()
+    best = None
     for candidate, stage in plan:
+        if stage == STAGES[2] and best is not None:
+            return best  # placed verbatim or normalized, with a negation its ellipsis stands for: not realigned
         pieces = _pieces(candidate)
         for option in ([pieces, [candidate]] if len(pieces) > 1 else [[candidate]]):
-            if stage == STAGES[2] and tuple(option) in placed:
-                continue  # its pieces lie where the verbatim or normalized stage found them, not where fuzzy would
             parts = _locate_pieces(passage, option, stage, threshold, hint)
             if parts is None:
                 continue
-            placed.add(tuple(option))
             found = _found(passage, option, parts)
             if found.end <= found.start:
                 continue
-            if found.status in VERBATIM:
+            if found.status != ALTERED:
                 return found
-            if best is None or STATUSES.index(found.status) < STATUSES.index(best.status):
-                best = found
+            best = best or found
     if best is not None:
         return best
     best_score = max((f.score for c in candidates if (f := find(passage, c, ("fuzzy",))) is not None), default=0.0)

@@ -137,6 +137,11 @@ def test_the_summary_gives_every_status_and_the_two_rates(write_json):
     assert (summary[NORMALIZED], summary[REWORDED], summary[ALTERED]) == (1, 1, 1)
     assert summary["verbatim_evidence_rate"] == pytest.approx(1 / 3)
     assert summary["untrustworthy_evidence_rate"] == pytest.approx(2 / 3)  # altered + reworded
+    from expmrc.metrics.registry import select
+
+    figures = score(dataset, submission, metrics=select(None, dataset)).summary()  # what `expmrc evaluate` shows
+    assert (figures["EVI_VERBATIM"], figures["EVI_REWORDED"], figures["EVI_ALTERED"]) == (33.333, 33.333, 33.333)
+    assert figures["EVI_UNTRUSTWORTHY"] == 66.667 and figures["EVI_UNVERIFIED"] == 0.0  # rounded to 3 decimals
     assert trust_line(summary) == ("verbatim evidence: 33.3% (exact 0 + normalized 1); untrustworthy evidence: 66.7% "
                                    "(unverified 0 + altered 1 + reworded 1); of 3 questions with evidence; missing 0 "
                                    "of 3")
