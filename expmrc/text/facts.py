@@ -245,7 +245,7 @@ def _side(text: str, case_says_nothing: bool = False, known: frozenset[str] = fr
     other side."""
     form, source = fold(text)
     found = list(_TOKEN.finditer(form))
-    words = [m.group().replace(",", "") if m.group()[0].isdigit() else m.group() for m in found]
+    words = [m.group() for m in found]
     at = [m.start() for m in found]
     spans = tuple((source[m.start()], source[m.end() - 1] + 1) for m in found)
     cjk = len(re.findall(f"[{CJK}]", form)) * 5 >= len(form) > 0

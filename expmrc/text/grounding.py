@@ -35,9 +35,8 @@ VERBATIM = (EXACT, NORMALIZED)  # every difference is form: replaced by the pass
 LOCATED = VERBATIM + (REWORDED, ALTERED)  # with offsets; reworded and altered keep the model's words
 UNTRUSTWORTHY = (UNVERIFIED, ALTERED, REWORDED)  # the untrustworthy-evidence rate counts these
 DROPPED = (ALTERED, UNVERIFIED)  # what --drop-unverified empties
-# `fuzzy`, in records written before the one rule: located by fuzzy alignment with no fact changed, and then
-# replaced by the passage text even where words differed (today `normalized` or `reworded`)
-RETIRED = ("fuzzy",)
+# Records written before the one rule may hold `fuzzy` (located fuzzily, no fact changed, replaced by the passage
+# text even where words differed) and no `reworded`: docs/grounding.md says how they read.
 FUZZY_THRESHOLD = 85.0  # the least share (%) of a quote's tokens a fuzzy alignment must match in order
 MIN_FUZZY_TOKENS = 3  # shorter texts are located verbatim or normalized only: a fuzzy match of them means little
 STAGES = (("offset", "verbatim"), ("normalized",), ("fuzzy",))  # tried in this order
@@ -267,7 +266,8 @@ def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float =
     first. A quote written as a list is also grounded item by item (its markers are form), and that is kept unless
     the whole quote does better. A quote of several sentences not found exactly or normalized as a whole is also
     grounded sentence by sentence, and that is kept when its status is better and the whole quote was not found,
-    or its sentences lie out of order or apart. Empty: `missing`."""
+    or its sentences lie out of order or apart and the whole quote, where found, writes no other fact in place of
+    one of the passage's. Empty: `missing`."""
     text = "" if text is None else str(text).strip()
     if not text:
         return Grounding(MISSING)
@@ -285,7 +285,15 @@ def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float =
         return whole
     parts = combined([_ground_whole(passage, s, Hint(holding=hint.holding), threshold, False) for s in sentences])
     better = STATUSES.index(parts.status) < STATUSES.index(whole.status)
-    return parts if better and (whole.status == UNVERIFIED or _apart(passage, parts)) else whole
+    return parts if better and (whole.status == UNVERIFIED or _apart(passage, parts) and not _replaced_fact(whole)) \
+        else whole
+
+
+def _replaced_fact(grounding: Grounding) -> bool:
+    """Whether a located quote writes another fact where the passage has one (not merely leaves one out): then
+    sentences of it found elsewhere do not excuse it (`… Barnes. Admission: 60 pence`, where that show costs 80
+    pence and another 60)."""
+    return any(c.fact and c.quote and c.passage for c in grounding.changes)
 
 
 def _apart(passage: str, grounding: Grounding) -> bool:

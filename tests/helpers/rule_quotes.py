@@ -24,7 +24,10 @@ import re
 from helpers.fact_quotes import fact_changed, form_only, rng_for
 from helpers.quotes import gold_cases, is_chinese
 
-TUNING_SEED, HELD_OUT_SEED = 0, 2  # the rules were tuned on seed 0 only; seed 2 was first run for the report
+# The rules were tuned on seed 0 only. Seed 2, held out at first, showed one change of meaning accepted as verbatim
+# (RACE+: two sentences found apart, the whole quote changing a number); that was fixed, so seed 2 is held out no
+# longer. Seed 3 was run once, after the last change to the rules, for the figures of docs/grounding.md.
+TUNING_SEED, HELD_OUT_SEED = 0, 3
 FACT_KINDS = ("number", "negation", "name", "antonym", "quantifier", "unit", "currency", "decimal", "zh-name",
               "zh-swap", "elided-negation")
 HONEST_KINDS = ("verbatim", "numbered", "bulleted", "grouping", "marked parenthetical", "form")

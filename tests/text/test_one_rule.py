@@ -93,6 +93,16 @@ def test_an_ellipsis_is_form_unless_it_stands_for_a_negation():
     assert dropped.status == ALTERED and dropped.changes[0].passage == "not"
 
 
+def test_sentences_found_apart_do_not_excuse_a_fact_the_quote_changed():
+    shows = ("Saturday: Jazz at the Blue Room. Admission: 60 pence. Sunday: The John Bennet Big Band plays at The Bull's "
+             "Head, Barnes. Admission: 80 pence. 星期六：蓝屋爵士乐。门票：60便士。星期天：大乐队在公牛头酒吧。门票：80便士。")
+    quote = "Sunday: The John Bennet Big Band plays at The Bull's Head, Barnes. Admission: 60 pence"  # 80 pence
+    assert ground_text(shows, quote).status == ALTERED
+    assert ground_text(shows, "星期天：大乐队在公牛头酒吧。门票：60便士。").status == ALTERED
+    # two sentences apart, each verbatim, with nothing written in place of a passage fact: verbatim
+    assert ground_text(shows, "Saturday: Jazz at the Blue Room. Admission: 80 pence.").status in VERBATIM
+
+
 def squad(write_json):
     questions = [{"id": "q1", "question": "How fast did revenue grow?",
                   "answers": [{"text": "3.2%", "answer_start": REPORT.index("3.2%")}],
