@@ -78,6 +78,7 @@ _MIDDLE_DOT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+(?:[·•・‧][\u3400-
 _SENTENCE_END = re.compile(r"[.!?。！？\n]")
 _OPENING = set("\"'“‘«「『（([【《 \t")
 _CONTRACTED_NOT = re.compile(r"n['’‘ʼ＇]t\b", re.IGNORECASE)
+_NOT_AHEAD = re.compile(r"[^\W\d_]*n['’‘ʼ＇]t\b", re.IGNORECASE)  # the rest of a word ending in n't
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,8 @@ def _in_word(form: str, at: int, words: tuple[str, ...]) -> bool:
 
 def cuts_fact(passage: str, at: int, end: bool) -> bool:
     """Whether a quote starting (or, with `end`, ending) at `at` cuts a fact of the passage in two: inside a number
-    (`195` of `1956`, `十二万` of `七十二万`, `3` of `3.2`, `1` of `1,000`), or before the `n't` of a word (`did` of
-    `didn't`)."""
+    (`195` of `1956`, `十二万` of `七十二万`, `3` of `3.2`, `1` of `1,000`), or inside a word ending in `n't` (`did`
+    of `didn't`, `ca` of `can't`)."""
     if not 0 < at < len(passage):
         return False
     if all(c.isdigit() or c in CHINESE_NUMERALS for c in passage[at - 1:at + 1]):
@@ -116,7 +117,7 @@ def cuts_fact(passage: str, at: int, end: bool) -> bool:
         return True
     if not end and passage[at].isdigit() and passage[at - 1] in ".,，" and passage[at - 2:at - 1].isdigit():
         return True
-    return end and passage[at - 1].isalpha() and bool(_CONTRACTED_NOT.match(passage, at))
+    return end and passage[at - 1].isalpha() and bool(_NOT_AHEAD.match(passage, at))
 
 
 def is_number(token: str) -> bool:
@@ -479,15 +480,18 @@ def differences(passage: str, span: Span, quote: str, first: bool = True, last: 
 
 def elided_negation(passage: str, gap: Span) -> Change | None:
     """The negation an ellipsis stands for, or None: one among the last two tokens of the passage text the
-    ellipsis leaves out (`gap`), just before the text the quote goes on with (`had ... fought` for `had not
-    fought`)."""
+    ellipsis leaves out (`gap`), with nothing but words and spaces between it and the text the quote goes on with
+    (`had ... fought` for `had not fought`; not `(no compound)`, closed before it)."""
     side = _side(passage)
     lo, hi = _window(side, gap)
     hi = min(hi, len(side.tokens))
     while hi > lo and side.spans[hi - 1][1] > gap[1]:
         hi -= 1
+    resumed = side.spans[hi][0] if hi < len(side.tokens) else len(passage)  # where the quote's text goes on
     for i in range(hi - 1, max(lo, hi - 2) - 1, -1):
+        a, b = side.spans[i]
+        if re.search(r"[^\w\s'’]", passage[b:resumed]):
+            return None
         if i in side.negations:
-            a, b = side.spans[i]
             return Change("…", passage[a:b], NEGATION, a, b)
     return None

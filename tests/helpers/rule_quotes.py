@@ -24,10 +24,12 @@ import re
 from helpers.fact_quotes import fact_changed, form_only, rng_for
 from helpers.quotes import gold_cases, is_chinese
 
-# The rules were tuned on seed 0 only. Seed 2, held out at first, showed one change of meaning accepted as verbatim
-# (RACE+: two sentences found apart, the whole quote changing a number); that was fixed, so seed 2 is held out no
-# longer. Seed 3 was run once, after the last change to the rules, for the figures of docs/grounding.md.
-TUNING_SEED, HELD_OUT_SEED = 0, 3
+# The rules were tuned on seed 0 only. Seeds 2 and 3, each held out in its turn, showed misses that were then fixed,
+# so they are held out no longer: seed 2 one change of meaning accepted as verbatim (RACE+: two sentences found
+# apart, the whole quote changing a number), seed 3 another (RACE+: `You ca.` for `You can't.`, a match ending
+# inside a word ending in n't) and a marked ellipsis read as eliding a negation (SQuAD: `(...)` for
+# `(no compound)`). Seed 4 was run once, after the last change to the rules, for the figures of docs/grounding.md.
+TUNING_SEED, HELD_OUT_SEED = 0, 4
 FACT_KINDS = ("number", "negation", "name", "antonym", "quantifier", "unit", "currency", "decimal", "zh-name",
               "zh-swap", "elided-negation")
 HONEST_KINDS = ("verbatim", "numbered", "bulleted", "grouping", "marked parenthetical", "form")

@@ -91,6 +91,14 @@ def test_an_ellipsis_is_form_unless_it_stands_for_a_negation():
     assert kept.status in VERBATIM
     dropped = ground_text(WAR, "The two kingdoms ... fought a war for a hundred years")  # `had not` left out
     assert dropped.status == ALTERED and dropped.changes[0].passage == "not"
+    engine = "It is a single-step engine (no compound) with superheated steam, and it works well."
+    assert ground_text(engine, "It is a single-step engine (...) with superheated steam").status in VERBATIM
+
+
+def test_a_quote_cut_inside_a_word_ending_in_nt_is_no_verbatim_match():
+    passage = "How can you create? The simple answer is, “You can't.” Then he left the room."
+    found = ground_text(passage, "How can you create? The simple answer is, “You ca.”")
+    assert found.status == ALTERED and "negation" in {c.kind for c in found.changes}
 
 
 def test_sentences_found_apart_do_not_excuse_a_fact_the_quote_changed():
