@@ -1,7 +1,7 @@
 """How well and how fast `expmrc ground` ties LLM-style quotes to the four dev sets, and keeps its one rule: only
 form is repaired.
 
-    python benchmarks/bench_grounding.py [--subsets squad,cmrc2018,race,c3] [--seeds 0,2]
+    python benchmarks/bench_grounding.py [--subsets squad,cmrc2018,race,c3] [--seeds 0,4]
 
 Needs $EXPMRC_DATA. Every question whose first gold evidence is passage text gives the quotes of
 tests/helpers/quotes.py and tests/helpers/rule_quotes.py. The first table: per subset the share of
