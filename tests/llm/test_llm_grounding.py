@@ -86,3 +86,11 @@ def test_collect_reads_a_run_recorded_before_the_one_rule_without_its_rates(tmp_
     table = (tmp_path / "table" / "llm_runs.md").read_text(encoding="utf-8")
     assert f"| {run} |" in table and "| 1/0/1/- (recorded before grounding's one rule) | - | - |" in table
     assert "its rates are not comparable and are not shown" in table
+
+
+def test_the_report_page_says_each_change_as_a_reader_reads_it() -> None:
+    from expmrc.reports.llm_replies import described
+
+    assert described({"quote": "6800", "passage": "6300", "kind": "number"}) == "“6800” for “6300” (number)"
+    assert described({"quote": "", "passage": "not", "kind": "negation"}) == "“not” left out (negation)"
+    assert described({"quote": "very", "passage": "", "kind": "word"}) == "“very” added (word)"
