@@ -11,28 +11,27 @@ from expmrc.text.grounding import FUZZY_THRESHOLD
 
 DESCRIPTION = f"""\
 Find every evidence (and, on span subsets, every answer) of a submission in its passage, as a
-model's free-form quotes need, separating differences of form from differences of fact.
+model's free-form quotes need. One rule: a field is replaced by the passage text only when every
+difference from it is form.
 
-Form is repaired: the quote is found verbatim; else with its form folded on both sides (NFKC,
-full-/half-width punctuation and digits, traditional and simplified Chinese script (OpenCC), accents,
-quote marks and whitespace dropped, n't spelt "not", case folded), mapped back to exact passage
-offsets; else by fuzzy alignment over word tokens (rapidfuzz), accepted when at least
-{FUZZY_THRESHOLD:g}% of the quote's tokens match in order, in runs of two or more. A quote with an
-ellipsis (..., …, ……) covers its pieces found in order; a framing sentence around a quote (The
-passage says: "...", 原文写道：“...”) is not part of it; a quote of several sentences, or a list of
-quotes, is grounded element by element and takes the weakest status.
+Form: whitespace, case, width, quote marks, traditional and simplified Chinese script (OpenCC),
+accents, n't spelt "not", digit grouping (1,000 = 1000), punctuation and markup, list markers at line
+starts (1. 1) (1) ① 一、 - *), a framing sentence around a quote (The passage says: "...",
+原文写道：“...”) and text left out behind an ellipsis (..., …, ……). The quote is found verbatim; else
+with its form folded; else by fuzzy alignment over word tokens (rapidfuzz), accepted when at least
+{FUZZY_THRESHOLD:g}% of the quote's tokens match in order, in runs of two or more, and then compared
+token by token with the passage text it covers. A quote of several sentences, list items or quotes
+is grounded element by element and takes the weakest status.
 
-Facts are never repaired: a quote located only by fuzzy alignment whose difference from the passage
-touches a number (digits or numerals, 一 … 万 included), a negation (not, n't, no, never, without,
-...; 不 没 未 无 非 别 勿) or a capitalised name the passage does not hold is "altered".
-
-Each field gets a status: exact, normalized, fuzzy (with its score), altered (with its changes),
-unverified (not found) or missing (no text given, or no prediction). GROUNDED.json is the
-submission with every exact, normalized or fuzzy field replaced by the exact passage text and its
-offset written beside it (answer_start, evidence_start); altered and unverified fields stay as the
-model wrote them, or are emptied with --drop-unverified. It prints the count of each status and the
-untrustworthy-evidence rate: (unverified + altered) / questions with evidence. docs/grounding.md
-has the rules.
+Each field gets a status: exact, normalized (every difference form), reworded (a word or character
+added, left out without an ellipsis, or replaced), altered (a changed token is a fact: a number with
+its decimal point, unit or currency sign; a negation, also one an ellipsis stands for; a name),
+unverified (not found) or missing (no text given, or no prediction). GROUNDED.json is the submission
+with every exact or normalized field replaced by the exact passage text and its offset written
+beside it (answer_start, evidence_start); reworded, altered and unverified fields stay as the model
+wrote them (--drop-unverified empties the altered and unverified ones). It prints the count of each
+status and two rates over the questions with evidence: verbatim (exact + normalized) and
+untrustworthy (unverified + altered + reworded). docs/grounding.md has the rules.
 
 examples:
   expmrc ground squad llm/predictions.json --output llm/grounded.json --details llm/grounding.jsonl
@@ -48,8 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where to write the grounded submission")
     parser.add_argument("--details", metavar="D.jsonl",
                         help='one JSON line per question with a prediction: {"id", "evidence": {"status", "start", '
-                             '"end", "score", "changes" (altered), "parts" (several sentences or a list)}, "answer": '
-                             '{...}} (answer on span subsets; character offsets, end exclusive)')
+                             '"end", "score", "changes" (reworded, altered: [{"quote", "passage", "kind", "start", '
+                             '"end"}]), "parts" (several sentences or a list)}, "answer": {...}} (answer on span '
+                             'subsets; character offsets, end exclusive)')
     parser.add_argument("--drop-unverified", action="store_true",
                         help="empty the fields that could not be located or whose facts were changed (altered)")
     parser.add_argument("--subset", choices=subsets.names(),

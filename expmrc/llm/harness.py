@@ -58,17 +58,17 @@ def load_subset(subset: str, template: str, split: str = "dev", **_metadata: Any
     return datasets.DatasetDict({split: datasets.Dataset.from_list(rows, features=types)})
 
 
-def untrustworthy(grounding: dict[str, Any]) -> float | None:
-    """Of one reply, from `expmrc llm`'s grounding summary: 1.0 when grounding does not trust its evidence
-    (unverified or altered), 0.0 when it does, None when it gives none (`percent_given` leaves it out)."""
-    rate = grounding["untrustworthy_evidence_rate"]
+def rate_of(grounding: dict[str, Any], key: str) -> float | None:
+    """Of one reply, from `expmrc llm`'s grounding summary: its `verbatim_evidence_rate` or
+    `untrustworthy_evidence_rate`, 1.0 or 0.0, or None when it gives no evidence (`percent_given` leaves it out)."""
+    rate = grounding[key]
     return None if rate is None else float(rate)
 
 
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float | None]:
     """One reply read and scored as `expmrc llm` reads and scores it: answer F1 (accuracy for multiple
-    choice), evidence F1 and overall as `expmrc evaluate --details` gives them (0-1), and whether grounding
-    does not trust the evidence (0 or 1; None without evidence)."""
+    choice), evidence F1 and overall as `expmrc evaluate --details` gives them (0-1), and whether grounding finds
+    the evidence verbatim (only form differs) and whether it does not trust it (0 or 1; None without evidence)."""
     from expmrc.llm.run import ground, read_reply, submission_of
     from expmrc.scoring.scorer import score
 
@@ -81,7 +81,8 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float 
     scored = score(dataset, submission).questions[0]
     _, _, grounding = ground(dataset, submission, None if citation is None else {question.qid: citation})
     return {"ANS_F1": scored.answer, "EVI_F1": float(scored.evidence or 0.0),
-            "ALL_F1": float(scored.overall or 0.0), "EVI_UNTRUSTWORTHY": untrustworthy(grounding)}
+            "ALL_F1": float(scored.overall or 0.0), "EVI_VERBATIM": rate_of(grounding, "verbatim_evidence_rate"),
+            "EVI_UNTRUSTWORTHY": rate_of(grounding, "untrustworthy_evidence_rate")}
 
 
 def percent(values: list[float]) -> float:
@@ -90,7 +91,7 @@ def percent(values: list[float]) -> float:
 
 
 def percent_given(values: list[float | None]) -> float:
-    """100 × the mean over the replies that gave evidence, as `expmrc llm`'s untrustworthy-evidence rate is
-    (unverified + altered) / evidence given; NaN when none did."""
+    """100 × the mean over the replies that gave evidence, as `expmrc llm`'s verbatim and untrustworthy evidence
+    rates are taken over the evidence given; NaN when none did."""
     given = [v for v in values if v is not None]
     return 100.0 * sum(given) / len(given) if given else float("nan")

@@ -6,9 +6,11 @@ evidence is not passage text (docs/grounding.md):
 
 - `EVI_MISSING`: the share of all questions with no evidence (left out, or empty after stripping);
 - `EVI_NOT_IN_PASSAGE`: the share of the evidence given that is not a verbatim passage substring;
-- `EVI_UNVERIFIED`, `EVI_ALTERED`: the shares of the evidence given that grounding cannot locate, or locates
-  with a number, negation or name changed;
-- `EVI_UNTRUSTWORTHY`: their sum, (unverified + altered) / evidence given.
+- `EVI_VERBATIM`: the share of the evidence given whose every difference from the passage is form (`exact` +
+  `normalized`: what grounding replaces by the passage text);
+- `EVI_UNVERIFIED`, `EVI_ALTERED`, `EVI_REWORDED`: the shares of the evidence given that grounding cannot
+  locate, locates with a number, negation or name changed, or locates with other words changed;
+- `EVI_UNTRUSTWORTHY`: their sum, (unverified + altered + reworded) / evidence given.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from collections.abc import Sequence
 
 from expmrc.data.datasets import passage_of
 from expmrc.metrics.registry import Metric, Values, register
-from expmrc.text.grounding import ALTERED, MISSING, UNVERIFIED, ground_text
+from expmrc.text.grounding import ALTERED, MISSING, REWORDED, UNTRUSTWORTHY, UNVERIFIED, VERBATIM, ground_text
 from expmrc.text.locate import Hint, occurrences
 
-KEYS = ("EVI_MISSING", "EVI_NOT_IN_PASSAGE", "EVI_UNVERIFIED", "EVI_ALTERED", "EVI_UNTRUSTWORTHY")
+KEYS = ("EVI_MISSING", "EVI_NOT_IN_PASSAGE", "EVI_VERBATIM", "EVI_UNVERIFIED", "EVI_ALTERED", "EVI_REWORDED",
+        "EVI_UNTRUSTWORTHY")
 
 
 def evidence_question(question: Any, prediction: Any) -> Values:
@@ -48,9 +51,11 @@ def evidence_parts(values: Sequence[Values | None]) -> dict[str, tuple[list[floa
     return {
         "EVI_MISSING": ([float(s == MISSING) for s in statuses], [1.0] * len(statuses)),
         "EVI_NOT_IN_PASSAGE": ([float(x is False) for x in in_passage], [float(x is not None) for x in in_passage]),
+        "EVI_VERBATIM": ([float(s in VERBATIM) for s in statuses], given),
         "EVI_UNVERIFIED": ([float(s == UNVERIFIED) for s in statuses], given),
         "EVI_ALTERED": ([float(s == ALTERED) for s in statuses], given),
-        "EVI_UNTRUSTWORTHY": ([float(s in (UNVERIFIED, ALTERED)) for s in statuses], given),
+        "EVI_REWORDED": ([float(s == REWORDED) for s in statuses], given),
+        "EVI_UNTRUSTWORTHY": ([float(s in UNTRUSTWORTHY) for s in statuses], given),
     }
 
 
@@ -62,8 +67,8 @@ def evidence_aggregate(values: Sequence[Values | None]) -> Values:
 
 GROUNDING = register(Metric(
     name="grounding",
-    summary="evidence missing, not verbatim passage text, unverified or altered (a fact changed), and the "
-            "untrustworthy share (docs/grounding.md)",
+    summary="evidence missing, not verbatim passage text, verbatim after grounding (only form differs), "
+            "unverified, altered (a fact changed) or reworded, and the untrustworthy share (docs/grounding.md)",
     tasks=("span", "choice"),
     keys=KEYS,
     question=evidence_question,

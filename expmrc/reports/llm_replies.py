@@ -1,7 +1,7 @@
 """LLM replies on `expmrc report` pages: for a submission inside an `expmrc llm` run folder, the page names
 the run (model, template, evidence form: quoted or cited by sentence number) and each question shows the raw
-reply, the parsed answer and its parse status, the grounding status of each field and, for the ids form, the
-sentences cited."""
+reply, the parsed answer and its parse status, the grounding status of each field with its changes (reworded
+or altered) and, for the ids form, the sentences cited."""
 
 from __future__ import annotations
 
@@ -28,8 +28,7 @@ def llm_replies(submission_path: str) -> dict[str, dict[str, Any]]:
             shown[record["id"]] = {
                 "parse status": record["parsed"]["status"], "parsed answer": record["parsed"]["answer"],
                 **{f"{key} grounding": value["status"] for key, value in grounding.items()},
-                **{f"{key} changes": "; ".join(f"“{c['quote']}” for “{c['passage']}” ({c['kind']})"
-                                               for c in value["changes"])
+                **{f"{key} changes": "; ".join(map(described, value["changes"]))
                    for key, value in grounding.items() if value.get("changes")},
                 **_citations(grounding.get("evidence") or {}),
                 "raw reply": record.get("reply"),
@@ -61,6 +60,15 @@ def llm_run(submission_path: str) -> str:
     form = record.get("evidence_form") or "quote"  # runs recorded before the ids form quoted
     evidence = "evidence cited by sentence number" if form == "ids" else "evidence quoted"
     return f"expmrc llm: {record.get('model')}, template {name}, {evidence} (--evidence-form {form})"
+
+
+def described(change: dict[str, Any]) -> str:
+    """One change of a grounding record, as the page says it: `“6800” for “6300” (number)`, `“not” left out
+    (negation)`, `“very” added (word)`."""
+    quote, passage, kind = change["quote"], change["passage"], change["kind"]
+    if not quote:
+        return f"“{passage}” left out ({kind})"
+    return f"“{quote}” added ({kind})" if not passage else f"“{quote}” for “{passage}” ({kind})"
 
 
 def attach_llm_replies(report: Any, submission_path: str) -> None:

@@ -1,14 +1,17 @@
 """Grounding free-form quotes (an LLM's evidence and span answers) in their passage: docs/grounding.md.
 
-A quote is tried verbatim, then normalized (the `locate` policies of those names: differences of form
-folded away), as given and then without a framing sentence around it (`The passage says: "..."`,
-`原文写道：“...”`); a quote of several sentences is tried sentence by sentence too; then by fuzzy
-alignment (the `fuzzy` policy), whose differences from the passage are checked for changed facts
-(`expmrc.text.facts`). A quote with an ellipsis (`...`, `…`, `……`) is found piece by piece, in order,
-and covers the pieces. Each field gets a status: `exact`, `normalized`, `fuzzy` (with its score),
-`altered` (located, but a number, negation or name changed), `unverified` (found nowhere well
-enough) or `missing` (empty); a field located with its facts intact is replaced by the exact passage
-text, an altered one is kept as the model wrote it.
+One rule: a located quote is replaced by the passage text only when every difference is form. A quote
+is tried verbatim, then normalized (the `locate` policies of those names: differences of form folded
+away), as given and then without a framing sentence (`The passage says: "..."`, `原文写道：“...”`) or
+list markers at line starts (`1.`, `(1)`, `①`, `一、`, `-`); a quote of several sentences or list
+items is tried item by item too; then by fuzzy alignment (the `fuzzy` policy), whose differences
+from the passage are listed and classified (`expmrc.text.facts`). A quote with an ellipsis (`...`,
+`…`, `……`) is found piece by piece, in order, and covers the pieces; a negation the ellipsis stands
+for is a change. Each field gets a status: `exact`, `normalized` (every difference form), `reworded`
+(words added, left out or replaced, no fact among them), `altered` (a number, negation or name
+changed), `unverified` (found nowhere well enough) or `missing` (empty). Only `exact` and `normalized`
+fields are replaced by the passage text; a reworded or altered one keeps the model's words, with its
+located offsets and its `changes`.
 """
 
 from __future__ import annotations
@@ -21,19 +24,25 @@ from typing import Any
 from expmrc.data.datasets import Dataset, SpanQuestion, passage_of
 from expmrc.data.submissions import SCALAR_TYPES, parse_prediction
 from expmrc.errors import ExpmrcError
-from expmrc.text.facts import Change, cuts_fact, fact_changes
-from expmrc.text.locate import Found, Hint, find, tokens, trim
+from expmrc.text.facts import Change, cuts_fact, differences, elided_negation
+from expmrc.text.locate import Found, Hint, find, is_cjk, tokens, trim
 from expmrc.text.sentences import split_sentences
 
-EXACT, NORMALIZED, FUZZY, ALTERED, UNVERIFIED, MISSING = "exact", "normalized", "fuzzy", "altered", "unverified", "missing"
-STATUSES = (EXACT, NORMALIZED, FUZZY, ALTERED, UNVERIFIED, MISSING)  # from the best to the worst
-REPAIRED = (EXACT, NORMALIZED, FUZZY)  # located with its facts intact: replaced by the passage text
-LOCATED = REPAIRED + (ALTERED,)
-UNTRUSTWORTHY = (ALTERED, UNVERIFIED)
+EXACT, NORMALIZED, REWORDED, ALTERED = "exact", "normalized", "reworded", "altered"
+UNVERIFIED, MISSING = "unverified", "missing"
+STATUSES = (EXACT, NORMALIZED, REWORDED, ALTERED, UNVERIFIED, MISSING)  # from the best to the worst
+VERBATIM = (EXACT, NORMALIZED)  # every difference is form: replaced by the passage text
+LOCATED = VERBATIM + (REWORDED, ALTERED)  # with offsets; reworded and altered keep the model's words
+UNTRUSTWORTHY = (UNVERIFIED, ALTERED, REWORDED)  # the untrustworthy-evidence rate counts these
+DROPPED = (ALTERED, UNVERIFIED)  # what --drop-unverified empties
+# Records written before the one rule may hold `fuzzy` (located fuzzily, no fact changed, replaced by the passage
+# text even where words differed) and no `reworded`: docs/grounding.md says how they read.
 FUZZY_THRESHOLD = 85.0  # the least share (%) of a quote's tokens a fuzzy alignment must match in order
 MIN_FUZZY_TOKENS = 3  # shorter texts are located verbatim or normalized only: a fuzzy match of them means little
 STAGES = (("offset", "verbatim"), ("normalized",), ("fuzzy",))  # tried in this order
-_STATUS_OF = {"offset": EXACT, "verbatim": EXACT, "normalized": NORMALIZED, "fuzzy": FUZZY}
+_STATUS_OF = {"offset": EXACT, "verbatim": EXACT, "normalized": NORMALIZED, "fuzzy": NORMALIZED}  # no difference
+_LIST_MARKER = re.compile(r"^[ \t]*(?:[(（]?\d{1,3}[)）]\s*|\d{1,3}[.．]\s+|\d{1,3}、\s*|[①-⑳]\s*|"
+                          r"[一二三四五六七八九十]{1,3}、\s*|[-*•+]\s+)", re.MULTILINE)
 _ELLIPSIS = re.compile(r"\s*(?:(?:[.。．]\s*){2,}[.。．]|…+)\s*")
 _FRAMING_WORDS = re.compile(
     r"passage|text|article|context|paragraph|document|story|evidence|quote|according|says|said|states|stated|"
@@ -43,7 +52,7 @@ _OPEN, _CLOSE = "\"“「『‘'«", "\"”」』’'»"
 _QUOTED = re.compile(rf"^(?P<pre>[^{_OPEN}]*?)[{_OPEN}](?P<body>.+)[{_CLOSE}](?P<post>[^{_CLOSE}]*)$", re.DOTALL)
 _PREFIX = re.compile(r"^(?P<pre>[^:：\n\"“「『«]{1,80})[:：]\s*(?P<body>.+)$", re.DOTALL)
 _STOPS = re.compile(r"[\s.,;:!?。，、；：！？]+$")
-_EDGES = re.compile(r"^[\W_]+|[\W_]+$")
+_EDGES = re.compile(r"^[^\w$¢£¥€₠-₿%‰°]+|[^\w$¢£¥€₠-₿%‰°]+$")  # a currency or percent sign is no edge punctuation
 
 
 def framing(text: str) -> tuple[str, str] | None:
@@ -75,13 +84,18 @@ def unframed(passage: str, text: str) -> str | None:
 
 
 def _runs_into(passage: str, pre: str, start: int) -> bool:
-    """Whether `pre` is (about half or more of it, fuzzily) the passage text just before `start`."""
+    """Whether `pre` is (about half or more of it, fuzzily) the passage text just before `start`: what lies between
+    its match and `start` is no more than the part of `pre` left unmatched (`妇女不反对：“…”` where the passage
+    says `妇女不同意：“…”`)."""
     pre = _bare(pre)
     if not tokens(pre)[0]:
         return False
     before = passage[max(0, start - 3 * len(pre) - 20):start]
     found = find(before, pre, ("normalized", "fuzzy"))
-    return found is not None and found.score >= 50 and not tokens(before[found.end:])[0]
+    if found is None or found.score < 50:
+        return False
+    unmatched = round(len(tokens(pre, is_cjk(passage))[0]) * (100 - found.score) / 100)
+    return len(tokens(before[found.end:], is_cjk(passage))[0]) <= unmatched
 
 
 def _unquoted(text: str) -> str:
@@ -138,8 +152,8 @@ def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], thre
 @dataclass(frozen=True)
 class Grounding:
     """Where a field lies in its passage and how it was found: a status (STATUSES), its span (-1, -1 when not
-    located), its score, the changes of fact (altered), and the parts it was grounded by (a list, or a quote
-    grounded sentence by sentence)."""
+    located), its score, its differences from the passage (reworded, altered: `facts.Change`, in passage order),
+    and the parts it was grounded by (list items, or a quote grounded sentence by sentence)."""
 
     status: str
     start: int = -1
@@ -169,7 +183,7 @@ class Grounding:
         return out
 
     def placed(self, passage: str) -> tuple[str, int | None]:
-        """A repaired field's passage text and its start: one passage substring when its spans run on from one
+        """A verbatim field's passage text and its start: one passage substring when its spans run on from one
         another (in any order), else the parts' passage texts in the order given, joined by spaces (no start)."""
         spans = sorted(self.spans)
         if all(not passage[a[1]:b[0]].strip() for a, b in zip(spans, spans[1:])):
@@ -179,38 +193,49 @@ class Grounding:
 
 
 def _found(passage: str, pieces: list[str], parts: list[Found]) -> Grounding:
-    """The grounding of a quote from its pieces' places: their cover, the weakest status, the lowest score, and
-    the changes of fact of the pieces located by fuzzy alignment (then `altered`)."""
+    """The grounding of a quote from its pieces' places: their cover, the lowest score, the differences of the
+    pieces located by fuzzy alignment and the negations its ellipses stand for (in passage order), and its status:
+    `altered` when a change is of fact, `reworded` when there are changes, else the weakest piece's."""
     start, end = trim(passage, (parts[0].start, parts[-1].end))
-    changes = tuple(c for i, (piece, f) in enumerate(zip(pieces, parts)) if f.policy == "fuzzy"
-                    for c in fact_changes(passage, f.span, piece, i == 0, i == len(parts) - 1))
-    status = ALTERED if changes else max((_STATUS_OF[f.policy] for f in parts), key=STATUSES.index)
-    return Grounding(status, start, end, min(f.score for f in parts), changes)
+    changes = [c for i, (piece, f) in enumerate(zip(pieces, parts)) if f.policy == "fuzzy"
+               for c in differences(passage, f.span, piece, i == 0, i == len(parts) - 1)]
+    changes += [c for a, b in zip(parts, parts[1:]) if (c := elided_negation(passage, (a.end, b.start))) is not None]
+    changes.sort(key=lambda c: (c.start, c.end))
+    if changes:
+        status = ALTERED if any(c.fact for c in changes) else REWORDED
+    else:
+        status = max((_STATUS_OF[f.policy] for f in parts), key=STATUSES.index)
+    return Grounding(status, start, end, min(f.score for f in parts), tuple(changes))
 
 
 def _ground_whole(passage: str, text: str, hint: Hint, threshold: float, answer: bool) -> Grounding:
-    """Ground one quote as a whole (see `ground_text`); of fuzzy alignments, the first with its facts intact,
-    else the first altered one."""
+    """Ground one quote as a whole (see `ground_text`): the first place found with no fact changed, else the first
+    altered one; a quote (or its pieces) placed verbatim or normalized is not aligned fuzzily as well (a fuzzy
+    alignment could place a piece farther on, past the negation its ellipsis stands for)."""
     first = _STOPS.sub("", _unquoted(text)) if answer else text
     inner = unframed(passage, text)
     candidates = list(dict.fromkeys(c for c in (first, text, inner, _bare(text)) if c))
     fuzzy = list(dict.fromkeys(c for c in (inner, *candidates) if c))
     plan = [(c, stage) for c in candidates for stage in STAGES[:2]] + [(c, STAGES[2]) for c in fuzzy]
-    altered = None
+    best = None
     for candidate, stage in plan:
+        if stage == STAGES[2] and best is not None:
+            return best  # placed verbatim or normalized, with a negation its ellipsis stands for: not realigned
         pieces = _pieces(candidate)
         for option in ([pieces, [candidate]] if len(pieces) > 1 else [[candidate]]):
             parts = _locate_pieces(passage, option, stage, threshold, hint)
             if parts is None:
                 continue
             found = _found(passage, option, parts)
-            if found.end > found.start and found.status != ALTERED:
+            if found.end <= found.start:
+                continue
+            if found.status != ALTERED:
                 return found
-            altered = altered or (found if found.end > found.start else None)
-    if altered is not None:
-        return altered
-    best = max((f.score for c in candidates if (f := find(passage, c, ("fuzzy",))) is not None), default=0.0)
-    return Grounding(UNVERIFIED, score=round(best, 3))
+            best = best or found
+    if best is not None:
+        return best
+    best_score = max((f.score for c in candidates if (f := find(passage, c, ("fuzzy",))) is not None), default=0.0)
+    return Grounding(UNVERIFIED, score=round(best_score, 3))
 
 
 def combined(parts: list[Grounding]) -> Grounding:
@@ -225,27 +250,50 @@ def combined(parts: list[Grounding]) -> Grounding:
                      tuple(given))
 
 
+def list_items(text: str) -> list[str] | None:
+    """The items of a quote written as a numbered or bulleted list (a marker at the start of a line: `1.`, `1)`,
+    `(1)`, `1、`, `①`, `一、`, `-`, `*`, `•`, `+`), without their markers; None when no line starts with one."""
+    if not _LIST_MARKER.search(text):
+        return None
+    items = [_LIST_MARKER.sub("", line, count=1).strip() for line in text.splitlines()]
+    return [item for item in items if item] or None
+
+
 def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float = FUZZY_THRESHOLD,
                 answer: bool = False) -> Grounding:
     """Ground one quote: exactly, then normalized, as given (an `answer` without a final stop or enclosing quote
     marks first), then without its framing, then without edge punctuation; then fuzzily, without its framing
-    first. A quote of several sentences not found exactly or normalized as a whole is also grounded sentence by
-    sentence, and that is kept when its status is better and the whole quote was not found, or its sentences lie
-    out of order or apart. Empty: `missing`."""
+    first. A quote written as a list is also grounded item by item (its markers are form), and that is kept unless
+    the whole quote does better. A quote of several sentences not found exactly or normalized as a whole is also
+    grounded sentence by sentence, and that is kept when its status is better and the whole quote was not found,
+    or its sentences lie out of order or apart and the whole quote, where found, writes no other fact in place of
+    one of the passage's. Empty: `missing`."""
     text = "" if text is None else str(text).strip()
     if not text:
         return Grounding(MISSING)
     if not passage:
         return Grounding(UNVERIFIED)
     whole = _ground_whole(passage, text, hint, threshold, answer)
-    if answer or whole.status in (EXACT, NORMALIZED):
+    if answer or whole.status in VERBATIM:
         return whole
+    items = list_items(unframed(passage, text) or text)
+    if items is not None:
+        listed = combined([ground_text(passage, item, Hint(holding=hint.holding), threshold) for item in items])
+        return listed if STATUSES.index(listed.status) <= STATUSES.index(whole.status) else whole
     sentences = [s.text for s in split_sentences(unframed(passage, text) or text, "refined") if tokens(s.text)[0]]
     if len(sentences) < 2:
         return whole
     parts = combined([_ground_whole(passage, s, Hint(holding=hint.holding), threshold, False) for s in sentences])
     better = STATUSES.index(parts.status) < STATUSES.index(whole.status)
-    return parts if better and (whole.status == UNVERIFIED or _apart(passage, parts)) else whole
+    return parts if better and (whole.status == UNVERIFIED or _apart(passage, parts) and not _replaced_fact(whole)) \
+        else whole
+
+
+def _replaced_fact(grounding: Grounding) -> bool:
+    """Whether a located quote writes another fact where the passage has one (not merely leaves one out): then
+    sentences of it found elsewhere do not excuse it (`… Barnes. Admission: 60 pence`, where that show costs 80
+    pence and another 60)."""
+    return any(c.fact and c.quote and c.passage for c in grounding.changes)
 
 
 def _apart(passage: str, grounding: Grounding) -> bool:
@@ -277,27 +325,34 @@ class Grounded:
         """The questions with a (non-empty) evidence."""
         return sum(self.counts.values()) - self.counts.get(MISSING, 0)
 
-    @property
-    def untrustworthy_rate(self) -> float | None:
-        """(unverified + altered) / evidence given, 0-1; None when no evidence is given."""
+    def rate(self, statuses: tuple[str, ...]) -> float | None:
+        """The share (0-1) of the questions with evidence whose evidence has one of `statuses`; None when no
+        evidence is given."""
         given = self.evidence_given
-        return sum(self.counts.get(s, 0) for s in UNTRUSTWORTHY) / given if given else None
+        return sum(self.counts.get(s, 0) for s in statuses) / given if given else None
 
     def summary(self) -> dict[str, Any]:
-        """The figures a run records (scores.json): the counts, missing / unverified / altered over questions,
-        the evidence given and the untrustworthy-evidence rate (0-1, null when no evidence is given)."""
+        """The figures a run records (scores.json): the counts, each status's count over questions, the evidence
+        given, and the verbatim (exact + normalized) and untrustworthy (unverified + altered + reworded) evidence
+        rates over it (0-1, null when no evidence is given)."""
         return {"counts": self.counts, "answer_counts": self.answer_counts, "questions": sum(self.counts.values()),
-                "evidence_given": self.evidence_given, **{s: self.counts.get(s, 0) for s in (MISSING, *UNTRUSTWORTHY)},
-                "untrustworthy_evidence_rate": self.untrustworthy_rate}
+                "evidence_given": self.evidence_given, **{s: self.counts.get(s, 0) for s in STATUSES},
+                "verbatim_evidence_rate": self.rate(VERBATIM),
+                "untrustworthy_evidence_rate": self.rate(UNTRUSTWORTHY)}
 
 
 def trust_line(summary: dict[str, Any]) -> str:
-    """The untrustworthy-evidence rate with what it counts, from a grounding summary."""
-    rate = summary["untrustworthy_evidence_rate"]
-    shown = "n/a" if rate is None else f"{100 * rate:.1f}%"
-    return (f"untrustworthy-evidence rate: {shown} (unverified {summary['unverified']} + altered "
-            f"{summary['altered']} of {summary['evidence_given']} questions with evidence; missing "
-            f"{summary['missing']} of {summary['questions']})")
+    """The verbatim and untrustworthy evidence rates with what they count, from a grounding summary."""
+    def shown(rate: float | None) -> str:
+        return "n/a" if rate is None else f"{100 * rate:.1f}%"
+
+    def terms(statuses: tuple[str, ...]) -> str:
+        return " + ".join(f"{s} {summary[s]}" for s in statuses)
+
+    return (f"verbatim evidence: {shown(summary['verbatim_evidence_rate'])} ({terms(VERBATIM)}); untrustworthy "
+            f"evidence: {shown(summary['untrustworthy_evidence_rate'])} ({terms(UNTRUSTWORTHY)}); of "
+            f"{summary['evidence_given']} questions with evidence; missing {summary['missing']} of "
+            f"{summary['questions']}")
 
 
 def check_subset(dataset: Dataset, submission: dict[str, Any], source: str = "submission") -> None:
@@ -339,8 +394,8 @@ def _answer_inside(passage: str, answer: Grounding, evidence: Grounding) -> Grou
 
 
 def ground_question(question: Any, entry: dict[str, Any], drop_unverified: bool) -> tuple[dict, dict]:
-    """One entry grounded (fields located with their facts intact replaced by passage text, offsets added) and its
-    details record."""
+    """One entry grounded (fields whose every difference is form replaced by passage text, offsets added; the
+    others as the model wrote them) and its details record."""
     passage = passage_of(question)
     out = {k: v for k, v in entry.items() if k not in ("answer_start", "evidence_start")}
     record: dict[str, Any] = {"id": question.qid}
@@ -355,11 +410,11 @@ def ground_question(question: Any, entry: dict[str, Any], drop_unverified: bool)
         if grounding is None:
             continue
         record[key] = grounding.record()
-        if grounding.status in REPAIRED:
+        if grounding.status in VERBATIM:
             out[key], start = grounding.placed(passage)
             if start is not None:
                 out[f"{key}_start"] = start
-        elif drop_unverified and grounding.status in UNTRUSTWORTHY:
+        elif drop_unverified and grounding.status in DROPPED:
             out[key] = ""
         elif isinstance(out[key], list):  # the model's own quotes, as one text the scorer reads
             out[key] = " ".join(str(v).strip() for v in out[key] if str(v).strip())
@@ -370,7 +425,7 @@ def ground_submission(dataset: Dataset, submission: dict[str, Any], drop_unverif
                       source: str = "submission") -> Grounded:
     """Ground every prediction of `submission` that names a question of `dataset` (in dataset order); a submission
     for another subset, or an entry the scorer would refuse, is an ExpmrcError naming `source` (and the question).
-    `drop_unverified` empties the altered and unverified fields."""
+    `drop_unverified` empties the altered and unverified fields (DROPPED)."""
     check_subset(dataset, submission, source)
     grounded: dict[str, Any] = {}
     details: list[dict[str, Any]] = []

@@ -9,8 +9,9 @@ that finds anything wins, and `choose` picks one of its spans. Policies, registe
 - `whitespace`: every match that lets any run of whitespace in the text match any run in the passage.
 - `normalized`: every match after the form is folded on both sides (`fold`: NFKC, full-/half-width
   punctuation to ASCII, traditional Chinese script to simplified with OpenCC, accents of Latin
-  letters dropped, English negative contractions spelt out, case folded) and quote marks and
-  whitespace dropped; each match is mapped back to the passage characters it came from.
+  letters dropped, English negative contractions spelt out, digit-grouping commas dropped (`1,000` =
+  `1000`), case folded) and quote marks and whitespace dropped; each match is mapped back to the
+  passage characters it came from.
 - `fuzzy`: one alignment over word tokens of the folded form (over letters and digits in a CJK passage)
   with rapidfuzz: the passage window most like the text, its score the share of the text's tokens
   matched in order, in runs of two or more (0-100).
@@ -42,6 +43,7 @@ _FOLD = str.maketrans({"。": ".", "、": ",", "｡": ".", "､": ",", "—": "-
                        "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "þ": "th", "Þ": "TH", "ı": "i"})
 QUOTES = frozenset("\"'`“”‘’„‟«»「」『』＂＇‹›〝〞")
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+CJK = _CJK  # the CJK ranges (a character class body) every tokenizer of the project splits one by one
 _ACCENTED = re.compile("[\u00c0-\u024f\u1e00-\u1eff]")
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0003134f]")
 # English negative contractions and `cannot`, spelt out (their stems where the spelling changes): a form
@@ -49,6 +51,7 @@ _CONTRACTION = re.compile(r"\b(\w+?)n['’‘ʼ＇]t\b|\b(can)(not)\b", re.IGNOR
 _STEMS = {"ca": "can", "wo": "will", "sha": "shall"}
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 _CHARACTER = re.compile(r"[^\W_]")
+_GROUPING = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # the comma of `1,000` (folded from `，` too)
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,15 @@ def _spelt_out(match: re.Match) -> list[tuple[str, Span]]:
 def fold(text: str) -> tuple[str, tuple[int, ...]]:
     """The form of `text` that differences of form do not change (module docstring; whitespace kept) and, per
     character of it, its source index in `text` (non-decreasing)."""
+    form, source = _folded(text)
+    if "," not in form:
+        return form, source
+    cut = {m.start() for m in _GROUPING.finditer(form)}
+    return "".join(c for k, c in enumerate(form) if k not in cut), tuple(s for k, s in enumerate(source) if k not in cut)
+
+
+def _folded(text: str) -> tuple[str, tuple[int, ...]]:
+    """`fold` before digit grouping is dropped."""
     out: list[str] = []
     source: list[int] = []
     at = 0

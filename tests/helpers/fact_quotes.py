@@ -1,5 +1,5 @@
 """Quotes of a gold evidence that change one fact, and quotes that change only its form, for measuring whether
-grounding tells them apart (tests/text/test_facts.py and benchmarks/bench_grounding.py).
+grounding tells them apart (tests/helpers/rule_quotes.py draws its cases of these kinds from here).
 
 A fact-changed quote copies the evidence but changes one number (a digit, a Chinese numeral before a
 measure word, an English number word), one negation (adds `not` after an auxiliary or `不` before a
@@ -7,9 +7,8 @@ verb, or takes one away) or one name (a capitalised word swapped for another pas
 passage does not hold), then half the time changes its form once as well. A form-only quote changes
 one to three of: spacing, punctuation and digit width, case, quote marks, an ellipsis for a left-out
 middle, a framing sentence, a contraction (`did not` / `didn't`), and Chinese script (OpenCC,
-simplified to traditional). Every choice is seeded by the question id, a purpose and a seed: the
-tests use TEST_SEED, the benchmark a seed of its own (HELD_OUT_SEED), so its figures are on cases the
-rules were not tuned on.
+simplified to traditional). Every choice is seeded by the question id, a purpose and a seed
+(tests/helpers/rule_quotes.py: the tuning seed and a held-out one).
 """
 
 from __future__ import annotations
@@ -19,10 +18,8 @@ import re
 import zlib
 from functools import lru_cache
 
-from helpers.quotes import ellipsis, framing, gold_cases, is_chinese, spacing
+from helpers.quotes import ellipsis, framing, is_chinese, spacing
 
-TEST_SEED, HELD_OUT_SEED = 0, 1
-KINDS = ("number", "negation", "name")
 FORMS = ("spacing", "width", "case", "quote marks", "ellipsis", "framing", "contraction", "script")
 NUMBER_WORDS = ("one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty "
                 "hundred thousand million").split()
@@ -42,7 +39,7 @@ FULL_TO_HALF = {"，": ",", "。": ".", "：": ":", "；": ";", "？": "?", "！
 
 
 def rng_for(key: str, purpose: str, seed: int) -> random.Random:
-    """A generator seeded by a question id, a purpose and a seed (TEST_SEED or HELD_OUT_SEED)."""
+    """A generator seeded by a question id, a purpose and a seed."""
     return random.Random(zlib.crc32(f"{purpose}:{seed}:{key}".encode()))
 
 
@@ -163,63 +160,3 @@ def fact_changed(kind: str, text: str, passage: str, others: list[str], rng: ran
         form = rng.choice([f for f in applicable(changed) if f not in ("ellipsis", "contraction")])
         changed = _FORM[form](changed, rng)
     return changed
-
-
-def fact_cases(dataset, seed: int) -> dict[str, list[tuple[str, str, str]]]:
-    """(question id, passage, quote) per fact kind, one per usable gold evidence that has such a fact."""
-    from expmrc.data.datasets import passage_of
-
-    cases = gold_cases(dataset)
-    out: dict[str, list[tuple[str, str, str]]] = {kind: [] for kind in KINDS}
-    for k, (q, span) in enumerate(cases):
-        passage = passage_of(q)
-        evidence = passage[span[0]:span[1]]
-        others = [passage_of(cases[(k + j * 37) % len(cases)][0]) for j in range(1, 4)]
-        for kind in KINDS:
-            quote = fact_changed(kind, evidence, passage, others, rng_for(q.qid, kind, seed))
-            if quote is not None:
-                out[kind].append((q.qid, passage, quote))
-    return out
-
-
-def form_cases(dataset, seed: int) -> list[tuple[str, str, str, tuple[int, int], tuple[str, ...]]]:
-    """(question id, passage, quote, gold span, the form changes) for every usable gold evidence."""
-    from expmrc.data.datasets import passage_of
-
-    out = []
-    for q, span in gold_cases(dataset):
-        passage = passage_of(q)
-        quote, names = form_only(passage[span[0]:span[1]], rng_for(q.qid, "form", seed))
-        out.append((q.qid, passage, quote, span, names))
-    return out
-
-
-def measure_facts(dataset, seed: int) -> dict[str, object]:
-    """The share of fact-changed quotes (per kind) neither accepted nor repaired (`altered` or `unverified`), and
-    the share of form-only quotes located and repaired (exact, normalized or fuzzy; IoU >= 0.75), overall and
-    for those in traditional script; with the misses."""
-    from helpers.quotes import iou
-
-    from expmrc.text.grounding import REPAIRED, ground_text
-
-    result: dict[str, object] = {}
-    misses: dict[str, list] = {}
-    for kind, cases in fact_cases(dataset, seed).items():
-        grounded = [(qid, quote, ground_text(passage, quote)) for qid, passage, quote in cases]
-        caught = [g for g in grounded if g[2].status not in REPAIRED]
-        result[kind] = (len(caught), len(grounded))
-        misses[kind] = [g for g in grounded if g[2].status in REPAIRED]
-    form = form_cases(dataset, seed)
-    repaired, script, script_repaired, misses["form"] = 0, 0, 0, []
-    for qid, passage, quote, span, names in form:
-        found = ground_text(passage, quote)
-        ok = found.status in REPAIRED and iou(found.span, span) >= 0.75
-        repaired += ok
-        script += "script" in names
-        script_repaired += ok and "script" in names
-        if not ok:
-            misses["form"].append((qid, names, quote, found))
-    result["form"] = (repaired, len(form))
-    result["script"] = (script_repaired, script)
-    result["misses"] = misses
-    return result

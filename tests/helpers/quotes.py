@@ -65,13 +65,20 @@ def drop_words(text: str, rng: random.Random) -> str:
     return join(parts[:start] + parts[start + count:], chinese)
 
 
+_NEGATION_UNIT = re.compile(r"^(?:not|never|no|nor|none|nothing|neither|nobody|nowhere|without|[不没未无非别勿沒無別])$|n['’]t$",
+                            re.IGNORECASE)
+
+
 def ellipsis(text: str, rng: random.Random) -> str:
-    """Leave out a middle stretch (a fifth to a third) and mark it with an ellipsis."""
+    """Leave out a middle stretch (a fifth to a third) and mark it with an ellipsis; a negation among its last two
+    units is kept (an ellipsis standing for the negation of what follows it changes a fact, as grounding says)."""
     parts, chinese = units(text), is_chinese(text)
     if len(parts) < 9:
         return text
     count = rng.randrange(max(1, len(parts) // 5), len(parts) // 3 + 1)
     start = rng.randrange(2, len(parts) - 2 - count + 1)
+    while count > 1 and any(_NEGATION_UNIT.search(u) for u in parts[max(start, start + count - 2):start + count]):
+        count -= 1
     mark = rng.choice(("……", "…") if chinese else ("...", "…", " ... "))
     return join(parts[:start], chinese) + mark + join(parts[start + count:], chinese)
 
@@ -200,7 +207,7 @@ def measure(dataset) -> dict[str, object]:
     answer) of `dataset`; the located share (any located status, `altered` included: IoU >= 0.75), the share of
     fabricated quotes `unverified` and the share of answers repaired to their text, with misses."""
     from expmrc.data.datasets import SpanQuestion, passage_of
-    from expmrc.text.grounding import LOCATED, REPAIRED, UNVERIFIED, ground_text
+    from expmrc.text.grounding import LOCATED, VERBATIM, UNVERIFIED, ground_text
 
     cases = gold_cases(dataset)
     located, flagged, fakes, answers, answer_total = 0, 0, 0, 0, 0
@@ -226,7 +233,7 @@ def measure(dataset) -> dict[str, object]:
             answer_total += 1
             variant = answer_variant(str(q.answers[0]).strip(), rng_for(q.qid, "answer"))
             got = ground_text(passage, variant, answer=True)
-            if got.status in REPAIRED and bare(passage[got.start:got.end]) == bare(str(q.answers[0])):
+            if got.status in VERBATIM and bare(passage[got.start:got.end]) == bare(str(q.answers[0])):
                 answers += 1
             else:
                 misses["answer"].append((q.qid, variant, got))

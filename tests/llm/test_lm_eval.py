@@ -16,6 +16,7 @@ from helpers.llm_data import DATASETS, run_lm_eval, write_dataset
 from helpers.scripted_chat import REPLY, make_scripted_chat_model
 
 from expmrc.cli import main
+from expmrc.text.grounding import UNTRUSTWORTHY, VERBATIM
 
 pytestmark = [pytest.mark.slow, needs_punkt]
 KEYS = ("ALL_F1", "ANS_F1", "EVI_F1")
@@ -93,8 +94,8 @@ def test_per_sample_figures_are_expmrc_evaluates(harness_run, expmrc_runs, subse
         assert (sample["ANS_F1"], sample["EVI_F1"], sample["ALL_F1"]) == \
             (detail["answer"], detail["evidence"], detail["overall"])
         status = response["grounding"]["evidence"]["status"]
-        assert sample["EVI_UNTRUSTWORTHY"] == (None if status == "missing" else float(status in ("unverified",
-                                                                                              "altered")))
+        assert sample["EVI_UNTRUSTWORTHY"] == (None if status == "missing" else float(status in UNTRUSTWORTHY))
+        assert sample["EVI_VERBATIM"] == (None if status == "missing" else float(status in VERBATIM))
 
 
 @pytest.mark.parametrize("subset", SUBSETS)
@@ -102,8 +103,8 @@ def test_subset_figures_are_expmrc_llms(harness_run, expmrc_runs, subset):
     figures, scores = harness_run["results"][f"expmrc_{subset}"], expmrc_runs[subset]["scores"]
     for key in KEYS:
         assert round(figures[f"{key},none"], 3) == scores["raw"][key]
-    rate = scores["grounding"]["untrustworthy_evidence_rate"]
-    assert figures["EVI_UNTRUSTWORTHY,none"] == pytest.approx(100 * rate, abs=1e-9)
+    for key, rate in (("EVI_UNTRUSTWORTHY", "untrustworthy_evidence_rate"), ("EVI_VERBATIM", "verbatim_evidence_rate")):
+        assert figures[f"{key},none"] == pytest.approx(100 * scores["grounding"][rate], abs=1e-9)
 
 
 def test_the_figures_are_not_trivial(harness_run):
@@ -115,6 +116,6 @@ def test_the_figures_are_not_trivial(harness_run):
 
 def test_the_group_is_the_mean_of_the_four_subsets(harness_run):
     results = harness_run["results"]
-    for key in (*KEYS, "EVI_UNTRUSTWORTHY"):
+    for key in (*KEYS, "EVI_VERBATIM", "EVI_UNTRUSTWORTHY"):
         mean = sum(results[f"expmrc_{s}"][f"{key},none"] for s in SUBSETS) / len(SUBSETS)
         assert results["expmrc"][f"{key},none"] == pytest.approx(mean, abs=1e-9)

@@ -1,5 +1,6 @@
 """Grounding tells form from facts: a written corpus of quotes, English and Chinese, span and multiple-choice
-passages, whose form changed (found and repaired) or one of whose facts changed (`altered`: never repaired)."""
+passages, whose form changed (found and repaired) or one of whose facts changed (`altered`: never repaired).
+tests/text/test_one_rule.py has the other differences (`reworded`) and the new kinds of fact."""
 
 import json
 import subprocess
@@ -9,7 +10,7 @@ import pytest
 
 from helpers.common import ROOT, dev_set
 from expmrc.data.datasets import load_dataset
-from expmrc.text.grounding import ALTERED, MISSING, REPAIRED, UNVERIFIED, ground_submission, ground_text
+from expmrc.text.grounding import ALTERED, MISSING, VERBATIM, UNVERIFIED, ground_submission, ground_text
 from expmrc.text.locate import fold, normalized, tokens
 
 # span passages (SQuAD-, CMRC-like) and multiple-choice passages (RACE-, C3-like), written for these tests
@@ -97,7 +98,7 @@ def located_text(passage, grounding):
 @pytest.mark.parametrize("passage, quote, gold", FORM)
 def test_a_quote_whose_form_changed_is_repaired_to_the_passage_text(passage, quote, gold):
     grounding = ground_text(passage, quote)
-    assert grounding.status in REPAIRED and not grounding.changes, (quote, grounding)
+    assert grounding.status in VERBATIM and not grounding.changes, (quote, grounding)
     assert located_text(passage, grounding) == gold
 
 
@@ -107,6 +108,8 @@ def test_a_quote_with_one_changed_fact_is_altered_and_says_what_changed(passage,
     assert grounding.status == ALTERED, (quote, grounding)
     assert [(c.quote, c.passage, c.kind) for c in grounding.changes] == changes
     assert grounding.start >= 0 and 85 <= grounding.score <= 100  # words left out cost no score, changed ones do
+    for change in grounding.changes:  # each change says where its passage side lies
+        assert passage[change.start:change.end] == change.passage
 
 
 def test_form_folding_keeps_offsets_into_the_original_text():
@@ -121,12 +124,14 @@ def test_form_folding_keeps_offsets_into_the_original_text():
 
 
 def test_edge_cases_of_form():
-    # digit grouping is a token boundary, not a fact; a whole number or a name left out says less, not otherwise
+    # digit grouping is form; a whole name left out says less (reworded), part of a number left out changes it
     assert ground_text("It cost 1,000 dollars in the first year of the war.",
-                       "It cost 1000 dollars in the first year of the war").status in REPAIRED
+                       "It cost 1000 dollars in the first year of the war").status in VERBATIM
     assert ground_text(OPERA, "The final cost was million Australian dollars, paid largely by a state lottery"
-                       ).status == "fuzzy"
-    assert ground_text(MARY, "Her son visits her twice a month and never forgets to bring flowers").status == "fuzzy"
+                       ).status == ALTERED
+    dropped = ground_text(MARY, "Her son visits her twice a month and never forgets to bring flowers")
+    assert dropped.status == "reworded" and [(c.quote, c.passage, c.kind) for c in dropped.changes] == [
+        ("", "Peter", "word")]
     # a quote written in title case changes every word's case: form
     title = ground_text(OPERA, "Queen Elizabeth Ii Opened The Building On 20 October 1973")
     assert title.status == "normalized"
@@ -151,8 +156,8 @@ def test_edge_cases_of_fact():
     assert ground_text(library, "这座图书馆中有四层阅览室：一层借书，二层自习，三层是电子阅览室。").status == ALTERED
     assert ground_text(library, "原文提到：一层借书，二层自习，三层是电子阅览室。").status == "exact"  # a real framing
     # a negation added at a sentence start is not matched to a neighbouring sentence's
-    assert ground_text(PKU, "不从城内沙滩迁至西郊燕园，学校目前共有教职工两万余人").status not in REPAIRED
-    assert ground_text(PKU, "学校目前共有教职工两万余人。北大不从城内沙滩迁至西郊燕园").status not in REPAIRED
+    assert ground_text(PKU, "不从城内沙滩迁至西郊燕园，学校目前共有教职工两万余人").status not in VERBATIM
+    assert ground_text(PKU, "学校目前共有教职工两万余人。北大不从城内沙滩迁至西郊燕园").status not in VERBATIM
     # a short quote with a changed fact may score under the threshold: unverified, caught all the same
     assert ground_text(OPERA, "Queen Victoria II opened the building on 20 October 1973").status == UNVERIFIED
 
@@ -210,13 +215,16 @@ def test_an_altered_quote_is_kept_as_written_counted_and_dropped_on_request(writ
     assert q2["evidence"] == OPERA[OPERA.index("The final"):] and q2["evidence_start"] == OPERA.index("The final")
     assert q3["evidence"] == ""
     record = result.details[0]["evidence"]
-    assert record["status"] == ALTERED and record["changes"] == [{"quote": "1956", "passage": "1959", "kind": "number"}]
+    at = OPERA.index("1959")
+    assert record["status"] == ALTERED and record["changes"] == [{"quote": "1956", "passage": "1959", "kind": "number",
+                                                                  "start": at, "end": at + 4}]
     assert OPERA[record["start"]:record["end"]].startswith("Construction") and record["score"] < 100
     assert [p["status"] for p in result.details[1]["evidence"]["parts"]] == ["exact", "exact"]
-    assert result.counts == {"exact": 1, "normalized": 0, "fuzzy": 0, "altered": 1, "unverified": 0, "missing": 2}
+    assert result.counts == {"exact": 1, "normalized": 0, "reworded": 0, "altered": 1, "unverified": 0, "missing": 2}
     summary = result.summary()
     assert (summary["missing"], summary["unverified"], summary["altered"], summary["evidence_given"]) == (2, 0, 1, 2)
-    assert summary["untrustworthy_evidence_rate"] == 0.5 and summary["questions"] == 4
+    assert summary["untrustworthy_evidence_rate"] == summary["verbatim_evidence_rate"] == 0.5
+    assert summary["questions"] == 4
     dropped = ground_submission(dataset, SUBMISSION, drop_unverified=True).submission
     assert dropped["q1"]["evidence"] == "" and dropped["q2"]["evidence"] == q2["evidence"]
 
@@ -240,11 +248,12 @@ def test_the_command_reports_missing_unverified_altered_and_the_rate(write_json,
                              "--output", str(out), "--details", str(details)], capture_output=True, text=True,
                             cwd=ROOT, check=False)
     assert result.returncode == 0, result.stderr
-    assert "evidence: exact 1, normalized 0, fuzzy 0, altered 1, unverified 0, missing 2" in result.stdout
-    assert ("untrustworthy-evidence rate: 50.0% (unverified 0 + altered 1 of 2 questions with evidence; missing 2 "
-            "of 4)") in result.stdout
+    assert "evidence: exact 1, normalized 0, reworded 0, altered 1, unverified 0, missing 2" in result.stdout
+    assert ("verbatim evidence: 50.0% (exact 1 + normalized 0); untrustworthy evidence: 50.0% (unverified 0 + "
+            "altered 1 + reworded 0); of 2 questions with evidence; missing 2 of 4") in result.stdout
     first = json.loads(details.read_text(encoding="utf-8").splitlines()[0])
-    assert first["evidence"]["changes"] == [{"quote": "1956", "passage": "1959", "kind": "number"}]
+    assert [{k: c[k] for k in ("quote", "passage", "kind")} for c in first["evidence"]["changes"]] == [
+        {"quote": "1956", "passage": "1959", "kind": "number"}]
     scored = subprocess.run([sys.executable, "eval_expmrc.py", data, str(out)], capture_output=True, text=True,
                             cwd=ROOT, check=False)
     assert scored.returncode == 0, scored.stderr
@@ -266,12 +275,14 @@ def test_evaluate_reports_the_grounding_figures(write_json):
 @pytest.mark.data
 @pytest.mark.slow
 @pytest.mark.parametrize("subset", ["squad", "cmrc2018", "race", "c3"])
-def test_changed_facts_are_caught_and_form_is_repaired_on_the_dev_sets(subset):
-    from helpers.fact_quotes import TEST_SEED, measure_facts
+def test_no_change_of_meaning_is_repaired_and_honest_quotes_are_trusted_on_the_dev_sets(subset):
+    """Issue 30's measure on the tuning seed: every kind of change of meaning is never accepted as verbatim (so never
+    replaced by passage text); honest quotes are altered or unverified at most 1% of the time per kind."""
+    from helpers.rule_quotes import FACT_KINDS, HONEST_KINDS, TUNING_SEED, measure_rule
 
-    rates = measure_facts(load_dataset(dev_set(subset)), TEST_SEED)
-    for kind in ("number", "negation", "name"):
-        caught, total = rates[kind]
-        assert total == 0 or caught >= 0.95 * total, (kind, rates[kind], rates["misses"][kind][:3])
-    repaired, total = rates["form"]
-    assert repaired >= 0.97 * total, (rates["form"], rates["misses"]["form"][:3])
+    rates = measure_rule(load_dataset(dev_set(subset)), TUNING_SEED)
+    for kind in FACT_KINDS:
+        assert rates[kind]["verbatim"] == 0, (kind, rates[kind]["misses"][:3])
+    for kind in HONEST_KINDS:
+        flagged = rates[kind]["altered"] + rates[kind]["unverified"]
+        assert flagged <= 0.01 * rates[kind]["cases"], (kind, rates[kind]["misses"][:3])
