@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         section = result.llm_section
         sys.stdout.write(result.markdown + ("\n" if result.markdown and section else "") + section)
-    left_out = [r for r in result.runs if r.status != "finished"]
+    left_out = [r for r in result.runs if r.status != "finished"] + result.llm_left_out
     for r in left_out:
         print(f"left out {r.run_dir} ({r.status}): {r.note}", file=sys.stderr)
     for path in result.written:
