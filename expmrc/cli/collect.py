@@ -23,7 +23,8 @@ Score every run directory's dev_predictions.json on its dev set (run_info.json's
               run linked to its own `expmrc report` page (reports/RUN.html)
 A folder without run_info.json is searched for run directories below it. Folders written by
 `expmrc llm` are listed in llm_runs.md, a table of their own (model, shots, template, raw and grounded
-overall; docs/llm.md).
+overall; docs/llm.md); one not finished, or whose scores.json is missing or damaged, is left out with
+the reason.
 
 example:
   expmrc collect runs/sweep --output-dir results/sweep --html
