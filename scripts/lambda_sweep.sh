@@ -42,21 +42,43 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/_common.sh"
 usage_on_help "$@"
 require SUBSET PLM_PATH DATA_PATH
-RUNS_PER_GPU="${RUNS_PER_GPU:-1}"
-[[ "$RUNS_PER_GPU" =~ ^[0-9]+$ ]] && [ "$RUNS_PER_GPU" -ge 1 ] ||
-  die "RUNS_PER_GPU must be a whole number of at least 1, got '$RUNS_PER_GPU'"
 case "$SUBSET" in
   squad|cmrc2018|race|c3) ;;
   *) die "SUBSET must be one of squad, cmrc2018, race, c3; got '$SUBSET'" ;;
 esac
+
+# ---- input checks: the numbers the sweep counts with or passes to every run, each refused in one line (exit 2)
+# before anything runs. Whole numbers are read as decimal (08 is 8: bash arithmetic would take it for octal).
+whole_number() {  # whole_number NAME LEAST: $NAME must be a whole number of at least LEAST; stored without leading zeros
+  local value="${!1}"
+  [[ "$value" =~ ^[0-9]{1,9}$ ]] && [ "$((10#$value))" -ge "$2" ] ||
+    die "$1 must be a whole number of at least $2, got '$value'"
+  printf -v "$1" '%d' "$((10#$value))"
+}
+RUNS_PER_GPU="${RUNS_PER_GPU:-1}"
+whole_number RUNS_PER_GPU 1
+LAMBDAS="${LAMBDAS:-0 0.01 0.05 0.1 0.2 0.5 1.0}"
+for lambda in $LAMBDAS; do  # each a number >= 0, as --loss_lambda takes it (0.1, 1, .5, 1e-3)
+  [[ "$lambda" =~ ^([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$ ]] ||
+    die "LAMBDAS must be numbers of at least 0 separated by spaces, got '$lambda' in '$LAMBDAS'"
+done
+if [ -z "${SEEDS:-}" ]; then
+  NUM_SEEDS="${NUM_SEEDS:-5}"
+  whole_number NUM_SEEDS 1
+  SEEDS="$(seq -s ' ' 1 "$NUM_SEEDS")"
+fi
+for seed in $SEEDS; do
+  [[ "$seed" =~ ^[0-9]{1,9}$ ]] || die "SEEDS must be whole numbers separated by spaces, got '$seed' in '$SEEDS'"
+done
+[ -n "${LAMBDAS// /}" ] && [ -n "${SEEDS// /}" ] || die "LAMBDAS and SEEDS must each name at least one value"
+# ---- end of input checks
 SCHEDULER="${SCHEDULER:-local}"
 case "$SCHEDULER" in
   local) ;;
   slurm) source "$HERE/_slurm.sh"; slurm_check ;;
   *) die "SCHEDULER must be local or slurm, got '$SCHEDULER'" ;;
 esac
-LAMBDAS="${LAMBDAS:-0 0.01 0.05 0.1 0.2 0.5 1.0}"
-if [ -z "${SEEDS:-}" ]; then SEEDS="$(seq -s ' ' 1 "${NUM_SEEDS:-5}")"; fi
+
 OUTPUT_ROOT="${OUTPUT_ROOT:-runs/lambda-sweep-$SUBSET}"
 
 finished() {  # finished RUN_DIR: its run_info.json says "finished"

@@ -2,7 +2,7 @@
 
     python scripts/report_screenshot.py [--output docs/img/report.png]
 
-Needs $EXPMRC_DATA, NLTK's Punkt data and Chromium. The page compares SQuAD's sample submission
+Needs $EXPMRC_DATA and Chromium. The page compares SQuAD's sample submission
 (most-similar-question evidence, A) with answer-sentence evidence made on the spot by `expmrc evidence`
 (B); the script sorts the questions by B − A evidence through the page's own header button, opens the
 first one and photographs the question list. The PNG is reduced to 64 colours to keep the checkout small.

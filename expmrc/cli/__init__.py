@@ -6,7 +6,9 @@ Subcommand modules are imported only when chosen, so `expmrc evaluate` never pay
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import io
 import os
 import signal
 import sys
@@ -92,14 +94,26 @@ def _raise_terminated(signum: int, frame: Any) -> None:
     raise Terminated()
 
 
+class _ClosedStdout(io.TextIOBase):
+    """Stands in for the stdout a command was started without (`>&-`): writing to it fails as to a closed file,
+    where Python's own None stdout would drop the output silently."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "it is closed")
+
+
 def run_guarded(func: Callable[[Any], int | None], args: Any) -> int:
-    """Run a command body, printing an ExpmrcError as `error: ...` (exit 2); interrupts, SIGTERM and a closed
-    stdout end quietly with 130, 143 and 141, after writers have removed their temporary files."""
+    """Run a command body, printing an ExpmrcError as `error: ...` (exit 2); interrupts, SIGTERM and a reader that
+    went away end quietly with 130, 143 and 141, after writers have removed their temporary files; stdout closed
+    or on a full device is one line (exit 2)."""
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    closed = sys.stdout is None
+    if closed:
+        sys.stdout = _ClosedStdout()
     try:
         status = int(func(args) or 0)
-        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+        sys.stdout.flush()  # here, where a closed pipe or a full device is caught, not at exit
         return status
     except ExpmrcError as exc:
         print_error(f"error: {one_line(str(exc))}")
@@ -119,7 +133,15 @@ def run_guarded(func: Callable[[Any], int | None], args: Any) -> int:
     except BrokenPipeError:  # e.g. `expmrc evaluate ... | head`: the reader has gone, say nothing more
         _silence_stdout()
         return 141
+    except OSError as exc:  # files are written by data/io.py, which names them; a nameless stream is stdout
+        if exc.filename is not None:
+            raise
+        print_error(f"error: cannot write to standard output: {exc.strerror or exc}")
+        _silence_stdout()
+        return 2
     finally:
+        if closed:
+            sys.stdout = None
         if in_main_thread and previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

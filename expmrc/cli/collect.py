@@ -23,7 +23,8 @@ Score every run directory's dev_predictions.json on its dev set (run_info.json's
               run linked to its own `expmrc report` page (reports/RUN.html)
 A folder without run_info.json is searched for run directories below it. Folders written by
 `expmrc llm` are listed in llm_runs.md, a table of their own (model, shots, template, raw and grounded
-overall; docs/llm.md).
+overall; docs/llm.md); one not finished, or whose scores.json is missing or damaged, is left out with
+the reason.
 
 example:
   expmrc collect runs/sweep --output-dir results/sweep --html
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         section = result.llm_section
         sys.stdout.write(result.markdown + ("\n" if result.markdown and section else "") + section)
-    left_out = [r for r in result.runs if r.status != "finished"]
+    left_out = [r for r in result.runs if r.status != "finished"] + result.llm_left_out
     for r in left_out:
         print(f"left out {r.run_dir} ({r.status}): {r.note}", file=sys.stderr)
     for path in result.written:

@@ -87,8 +87,13 @@ def run(args: argparse.Namespace) -> int:
     for path, result in zip(args.systems, results):
         print(f"\nsystem: {path}")
         print(_table(result))
-    print(f"\n* the interval of Δ = system − baseline ({settings.confidence * 100:g}% paired bootstrap) excludes 0: the "
-          "difference is larger than the sampling of questions explains. p is the test's, beside it.")
+    interval = f"{settings.confidence * 100:g}% paired bootstrap"
+    if any(d.significant for result in results for d in result.values()):
+        print(f"\n* the interval of Δ = system − baseline ({interval}) excludes 0: the difference is larger than the "
+              "sampling of questions explains. p is the test's, beside it.")
+    else:
+        print(f"\nNo interval of Δ = system − baseline ({interval}) excludes 0: no difference here is larger than the "
+              "sampling of questions explains.")
     trials = f"+trials-{args.trials}" if args.test == "randomization" else ""
     print(f"signature: {signature([baseline, *systems], settings.describe(), f'test:{args.test}{trials}')}")
     return 0

@@ -46,10 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from expmrc.data.io import check_output_path
+    from expmrc.data.io import check_output_folder
     from expmrc.models.tf_checkpoint import convert_tf_checkpoint
 
-    check_output_path(args.output_dir, "dir")
+    sources = [args.tf_dir, args.bert_config_file, args.vocab_file, args.init_checkpoint]
+    check_output_folder(args.output_dir, [s for s in sources if s], args.overwrite)
     report = convert_tf_checkpoint(
         args.tf_dir, args.output_dir, do_lower_case=args.do_lower_case, overwrite=args.overwrite,
         allow_missing=args.allow_missing, bert_config_file=args.bert_config_file,

@@ -99,7 +99,7 @@ def export(loaded: list[Dataset], fmt: str, output: str, split: str, overwrite: 
                               "one config per subset, so export it into another folder")
         seen[dataset.subset] = dataset.path
     libraries()
-    with atomic_directory(output, overwrite=overwrite) as staging:
+    with atomic_directory(output, overwrite=overwrite, inputs=[d.path for d in loaded]) as staging:
         written = [write_subset(staging, dataset, fmt, split) for dataset in loaded]
         (staging / "README.md").write_text(card(written, loaded, split), encoding="utf-8")
     return written

@@ -4,7 +4,8 @@ Inputs: `read_json` turns every way a file can be unreadable (missing, a folder,
 truncated, nested too deeply, an integer too long to convert, NaN/Infinity or a number that overflows
 to infinity, a lone UTF-16 surrogate) into one `ExpmrcError` line naming the file.
 
-Outputs: `check_output_path` refuses a destination that cannot be written before any work is done;
+Outputs: `check_output_path` refuses a destination that cannot be written, or that is or holds an input, before
+any work is done (`check_output_folder` adds the rules of a folder replaced whole);
 `write_text_atomic`, `write_json_atomic`, `atomic_file` and `atomic_directory` build the output under
 a hidden temporary name beside it (`.NAME.expmrc-tmp-PID`) and rename it into place, so a reader sees
 the old output or the new one, never half of one. The temporary is removed when writing fails or is
@@ -178,12 +179,22 @@ def _same_file(a: Path, b: str) -> bool:
         return False
 
 
+def _holds(folder: Path, source: str) -> bool:
+    """Whether `source` is `folder` or lies inside it, by real paths (neither need exist yet)."""
+    try:
+        inner, outer = Path(source).resolve(), folder.resolve()
+    except (OSError, ValueError, RuntimeError):
+        return False
+    return inner == outer or outer in inner.parents
+
+
 def check_output_path(path: str, kind: str = "file", inputs: tuple[str, ...] | list[str] = ()) -> Path:
     """Refuse, in one line naming it, an output `path` ("file" or "dir") that could not be written.
 
     Checked before any work: a file output that is a folder, a folder output that is a file, a path
     below a file, a folder that cannot be written (probed by creating and removing a hidden file, which
-    also catches read-only file systems and /proc), and a file output that is also one of `inputs`.
+    also catches read-only file systems and /proc), a file output that is also one of `inputs`, and a
+    folder output that is or holds one of `inputs` (every writer's rule: no output replaces an input).
     """
     if kind not in ("file", "dir"):
         raise ValueError("kind must be 'file' or 'dir'")
@@ -208,6 +219,11 @@ def check_output_path(path: str, kind: str = "file", inputs: tuple[str, ...] | l
             for source in inputs:
                 if source and Path(source).exists() and _same_file(target, source):
                     raise ExpmrcError(f"{path}: is also an input of this command; write the output elsewhere")
+        for source in inputs if kind == "dir" else ():
+            if source and _holds(target, source):
+                what = "is" if Path(source).resolve() == target.resolve() else "holds"
+                raise ExpmrcError(f"{path}: {what} {source}, an input of this command, which writing this folder "
+                                  "would replace or delete; write the output elsewhere")
         folder = target if kind == "dir" and target.is_dir() else target.parent
         existing = folder
         while not existing.exists():
@@ -374,16 +390,29 @@ def write_json_atomic(path: str, obj: Any, indent: int | None = None, sort_keys:
     write_text_atomic(path, text + "\n")
 
 
-@contextmanager
-def atomic_directory(path: str, overwrite: bool = False) -> Iterator[Path]:
-    """Yield an empty hidden folder beside `path` to fill; on success it replaces `path` in one rename.
-
-    Without `overwrite`, a `path` that exists and is not empty is refused in one line before any work.
-    On failure or interrupt the staging folder is removed and `path` is left as it was.
-    """
-    target = check_output_path(path, "dir")
+def check_output_folder(path: str, inputs: tuple[str, ...] | list[str] = (), overwrite: bool = False) -> Path:
+    """Refuse, in one line before any work, a folder output that is replaced whole (`atomic_directory`): what
+    check_output_path refuses (one that is or holds an input included), the current folder or one above it,
+    and, without `overwrite`, one that exists and is not empty."""
+    here = Path.cwd().resolve()
+    if path and "\0" not in path and Path(path).resolve() in (here, *here.parents):
+        raise ExpmrcError(f"{path}: is the current folder or one above it; this output folder is replaced whole, so "
+                          "give a folder of its own (e.g. runs/NAME)")
+    target = check_output_path(path, "dir", inputs)
     if target.is_dir() and any(target.iterdir()) and not overwrite:
         raise ExpmrcError(f"{path}: already exists and is not empty (pass --overwrite to replace it)")
+    return target
+
+
+@contextmanager
+def atomic_directory(path: str, overwrite: bool = False, inputs: tuple[str, ...] | list[str] = ()) -> Iterator[Path]:
+    """Yield an empty hidden folder beside `path` to fill; on success it replaces `path` in one rename.
+
+    `path` is checked first (check_output_folder: not the current folder, not holding one of `inputs`, not an
+    existing non-empty folder without `overwrite`). On failure or interrupt the staging folder is removed and
+    `path` is left as it was.
+    """
+    target = check_output_folder(path, inputs, overwrite)
     _make_parent(target)
     remove_stale_temporaries(target)
     staging = temporary_name(target)

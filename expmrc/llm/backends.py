@@ -101,6 +101,7 @@ class OpenAIBackend:
         self.structured = True  # set False once the server refuses `response_format`
         self.stop = threading.Event()
         self._lock = threading.Lock()
+        self._round = 0  # the last retry round announced since a reply came: one line per round, not per request
         self._openai = openai
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=timeout)
 
@@ -126,11 +127,14 @@ class OpenAIBackend:
             start = time.perf_counter()
             try:  # the raw response: a 200 that is no chat completion is read here, not by the client
                 raw = self.client.chat.completions.with_raw_response.create(**body)
+                self._round = 0
                 return read_body(raw.content, raw.headers.get("content-type", ""), time.perf_counter() - start)
             except (errors.RateLimitError, errors.InternalServerError, errors.APIConnectionError) as exc:
                 if attempt == self.retries:
                     raise ExpmrcError(self._gave_up(exc)) from None
-                if self.stop.wait(self._delay(attempt, exc)):
+                delay = self._delay(attempt, exc)
+                self._announce(attempt + 1, exc, delay)
+                if self.stop.wait(delay):
                     raise Abandoned() from None
                 attempt += 1
             except errors.APIStatusError as exc:
@@ -158,15 +162,25 @@ class OpenAIBackend:
             return True
         return False
 
-    def _gave_up(self, exc: Exception) -> str:
+    def _announce(self, round_: int, exc: Exception, delay: float) -> None:
+        """`warning: URL: what failed; retry N of M in S s`, once per round however many requests are in it."""
+        with self._lock:
+            if round_ <= self._round:
+                return
+            self._round = round_
+        warn(f"{self.url}: {self._failure(exc)}; retry {round_} of {self.retries} in {delay:.1f} s")
+
+    def _failure(self, exc: Exception) -> str:
         status = getattr(exc, "status_code", None)
         if status:
-            what = f"status {status}"
-        elif isinstance(exc, self._openai.APITimeoutError):
-            what = "timed out; raise --timeout?"
-        else:
-            what = f"cannot connect: {_message(exc)}"
-        return f"{self.url}: no reply after {self.retries} retries ({what})"
+            return f"status {status}"
+        if isinstance(exc, self._openai.APITimeoutError):
+            return "timed out; raise --timeout?"
+        cause = exc.__cause__  # the HTTP client's own error says why ("[Errno 111] Connection refused")
+        return f"cannot connect: {_message(cause if cause is not None and str(cause) else exc).rstrip('.')}"
+
+    def _gave_up(self, exc: Exception) -> str:
+        return f"{self.url}: no reply after {self.retries} retries ({self._failure(exc)})"
 
     def _refused(self, exc: Any, body: dict[str, Any]) -> str:
         detail, model = _message(exc), body.get("model")
@@ -228,6 +242,36 @@ def _hub_snapshot(model: str) -> str | None:
     return os.path.dirname(found) if isinstance(found, str) else None
 
 
+def hub_source(model: str, timeout: float = 10.0) -> bool:
+    """Whether `model` (a folder, else a Hub id) must load from the Hugging Face cache alone; refused in one line when
+    neither the cache nor the Hub can give it. The Hub is asked once, without retries: transformers retries every
+    file for about a minute before failing, even for a model it holds in its cache."""
+    if os.path.isdir(model):
+        return False
+    from huggingface_hub import HfApi, constants
+
+    cached = _hub_snapshot(model) is not None
+    get = f"download it where the network is reachable (`hf download {model}`), or give the model's folder"
+    if constants.HF_HUB_OFFLINE:
+        if not cached:
+            raise ExpmrcError(f"{model}: no such folder, and not in the Hugging Face cache while HF_HUB_OFFLINE is "
+                              f"set; {get}")
+        return False  # transformers reads the cache without asking the Hub
+    try:
+        HfApi().model_info(model, timeout=timeout)
+    except Exception as exc:  # connection and timeout errors of the HTTP client; others are transformers' to say
+        if not any(kind.__name__ == "TransportError" for kind in type(exc).__mro__):
+            return False
+        reason = _message(exc) or type(exc).__name__
+        if not cached:
+            raise ExpmrcError(f"{model}: no such folder, not in the Hugging Face cache, and the Hub "
+                              f"({constants.ENDPOINT}) cannot be reached ({reason}); {get}") from None
+        warn(f"the Hub ({constants.ENDPOINT}) cannot be reached ({reason}); {model} is loaded from the Hugging Face "
+             "cache")
+        return True
+    return False
+
+
 class TransformersBackend:
     """A local causal LM: the tokenizer's chat template, left-padded batches, `generate`."""
 
@@ -235,6 +279,7 @@ class TransformersBackend:
     parallel = False  # one generate call at a time; batches give the speed
 
     def __init__(self, model: str, batch_size: int = 8, device: str = "auto", seed: int = 0) -> None:
+        cache_only = hub_source(model)  # before loading: an unreachable Hub is one line, not a minute of retries
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -243,8 +288,8 @@ class TransformersBackend:
         self.batch_size = batch_size
         self.stop = threading.Event()
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model)
-            loaded: Any = AutoModelForCausalLM.from_pretrained(model, dtype="auto")
+            self.tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=cache_only)
+            loaded: Any = AutoModelForCausalLM.from_pretrained(model, dtype="auto", local_files_only=cache_only)
         except (OSError, ValueError) as exc:
             raise ExpmrcError(f"{model}: cannot load a causal language model: {' '.join(str(exc).split())[:300]}") from None
         if not getattr(self.tokenizer, "chat_template", None):

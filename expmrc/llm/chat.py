@@ -38,26 +38,41 @@ class SystemPrompt:
     merge: bool = False
 
 
+# A value with no space that has a folder separator, starts with ~ or ends in a file extension is a path, not a
+# message: naming no regular file, it is refused rather than sent as the system text.
+_PATH_LIKE = re.compile(r"~\S*|\S*[/\\]\S*|\S+\.[A-Za-z0-9]{1,8}")
+
+
 def read_system_prompt(value: str | None, merge: bool) -> SystemPrompt:
-    """--system-prompt TEXT|FILE: a file that exists is read, anything else is the text itself."""
+    """--system-prompt TEXT|FILE: a regular file that exists is read; something else that exists (a folder, a
+    FIFO, a device), a broken link, or a path-like word naming nothing is refused; anything else is the text."""
     if value is None:
         return SystemPrompt(merge=merge)
-    if os.path.isdir(value):
-        raise ExpmrcError(f"--system-prompt {value}: is a folder; give a file holding the system message, or the text")
-    if os.path.isfile(value):
-        try:
-            text = Path(value).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ExpmrcError(f"{value}: cannot read the system prompt: {exc}") from None
-        source = f"file:{value}"
+    if os.path.lexists(value) or _PATH_LIKE.fullmatch(value):
+        text, source = _system_file(value), f"file:{value}"
     else:
-        if re.fullmatch(r"\S+\.(?:txt|md|j2|jinja|prompt)", value):
-            raise ExpmrcError(f"--system-prompt {value}: no such file (give the text itself, or a file that exists)")
         text, source = value, "text"
     if not text.strip():
         raise ExpmrcError(f"--system-prompt {value!r}: empty; give the text of a system message (or a file holding "
                           "it), or leave the flag out for the template's own")
     return SystemPrompt(text, source, merge)
+
+
+def _system_file(path: str) -> str:
+    """The text of the system-prompt file `path`, or one line saying why it cannot be one."""
+    if os.path.isdir(path):
+        raise ExpmrcError(f"--system-prompt {path}: is a folder; give a file holding the system message, or the text")
+    if os.path.islink(path) and not os.path.exists(path):
+        raise ExpmrcError(f"--system-prompt {path}: is a broken symbolic link (to {os.readlink(path)})")
+    if not os.path.exists(path):
+        raise ExpmrcError(f"--system-prompt {path}: no such file (give the text itself, or a file that exists)")
+    if not os.path.isfile(path):
+        raise ExpmrcError(f"--system-prompt {path}: is not a regular file (a FIFO, device or socket); give a file "
+                          "holding the system message, or the text")
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ExpmrcError(f"{path}: cannot read the system prompt: {exc}") from None
 
 
 def with_system(messages: list[dict[str, str]], system: SystemPrompt) -> list[dict[str, str]]:

@@ -114,24 +114,14 @@ def inputs_of(args: LLMConfig, dataset: Dataset) -> list[str]:
 
 def check_outputs(args: LLMConfig, inputs: list[str]) -> None:
     """Refuse, before any request, an output that could overwrite or delete an input or a user's files."""
-    from expmrc.data.io import check_output_path
+    from expmrc.data.io import check_output_folder, check_output_path
 
     if args.export_batch:
         check_output_path(args.export_batch, "file", inputs)
         return
-    target = check_output_path(args.run_dir, "dir")  # run_dir: --output, required here
-    if target.resolve() in (Path.cwd().resolve(), *Path.cwd().resolve().parents):
-        raise ExpmrcError(f"--output {args.output}: is the current folder or one above it; RUN_DIR is replaced "
-                          "whole when the run ends, so give a folder of its own (e.g. runs/NAME)")
+    target = check_output_folder(args.run_dir, inputs, args.overwrite)  # run_dir: --output, required here
     if not target.is_dir() or not any(target.iterdir()):
         return
-    if not args.overwrite:
-        raise ExpmrcError(f"{args.output}: already exists and is not empty (pass --overwrite to replace it)")
-    resolved = target.resolve()
-    for source in inputs:
-        if resolved in Path(source).resolve().parents:
-            raise ExpmrcError(f"{args.output}: holds {source}, an input of this run, which --overwrite would delete; "
-                              "write the run to another folder")
     names = sorted(p.name for p in target.iterdir())
     foreign = [n for n in names if n not in LLM_FILES]
     if foreign or RUN_INFO not in names:

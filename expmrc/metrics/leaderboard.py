@@ -37,8 +37,30 @@ _DROP_CHARS = frozenset(string.punctuation + "".join(SPECIAL_TOKENS))
 _ARTICLES = frozenset(("a", "an", "the"))
 PUNKT_RESOURCE = "tokenizers/punkt_tab/english/"
 NLTK_HINT = "python -m nltk.downloader punkt_tab"
+# NLTK's English Punkt tables (Apache 2.0), copied unchanged into the package with their licence
+# (nltk_data/LICENSE.txt and NOTICE.md): read when NLTK's own search (NLTK_DATA, ~/nltk_data, ...) finds none,
+# so scoring needs no download. Identical files give identical tokens and the same `punkt:` hash in the signature.
+SHIPPED_NLTK_DATA = Path(__file__).resolve().parent / "nltk_data"
 
 _word_tokenize = None
+
+
+def find_punkt() -> Any:
+    """NLTK's pointer to the English Punkt tables: where NLTK's own search finds them, else the copy shipped in this
+    package (whose folder is then added last to `nltk.data.path`); None when neither holds them."""
+    import nltk
+
+    try:
+        return nltk.data.find(PUNKT_RESOURCE)
+    except LookupError:
+        if not SHIPPED_NLTK_DATA.is_dir():
+            return None
+    if str(SHIPPED_NLTK_DATA) not in nltk.data.path:
+        nltk.data.path.append(str(SHIPPED_NLTK_DATA))
+    try:
+        return nltk.data.find(PUNKT_RESOURCE)
+    except LookupError:
+        return None
 
 
 def _nltk_word_tokenize():
@@ -47,13 +69,12 @@ def _nltk_word_tokenize():
     if _word_tokenize is None:
         import nltk
 
-        try:
-            nltk.data.find(PUNKT_RESOURCE)
-        except LookupError:
+        if find_punkt() is None:
             raise ExpmrcError(
-                f"NLTK's English Punkt data ({PUNKT_RESOURCE}) is missing: run `{NLTK_HINT}` "
-                "or point NLTK_DATA at a folder that holds it"
-            ) from None
+                f"NLTK's English Punkt data ({PUNKT_RESOURCE}) is missing, and so is the copy this package ships "
+                f"({SHIPPED_NLTK_DATA}): reinstall expmrc, run `{NLTK_HINT}` or point NLTK_DATA at a folder that "
+                "holds it"
+            )
         _word_tokenize = nltk.word_tokenize
     return _word_tokenize
 
@@ -221,11 +242,8 @@ def score_question(question: Any, prediction: Any) -> dict[str, Any]:
 
 def punkt_hash() -> str:
     """The first 12 hex digits of a sha256 over NLTK's English Punkt data files (names and bytes)."""
-    import nltk
-
-    try:
-        folder = nltk.data.find(PUNKT_RESOURCE)
-    except LookupError:
+    folder = find_punkt()
+    if folder is None:
         return "missing"
     digest = hashlib.sha256()
     for path in sorted(Path(str(folder.path)).iterdir()):

@@ -238,7 +238,8 @@ def convert_tf_checkpoint(tf_dir: str, output_dir: str, do_lower_case: bool = Tr
                           f"{', '.join(report.missing)} (pass --allow-missing to keep them randomly initialized)")
     model = BertModel(config, add_pooling_layer=True)
     model.load_state_dict(state_dict, strict=False)
-    with atomic_directory(output_dir, overwrite=overwrite) as staging:
+    sources = [files.bert_config_file, files.vocab_file, files.init_checkpoint]
+    with atomic_directory(output_dir, overwrite=overwrite, inputs=sources) as staging:
         model.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))
         shutil.copyfile(files.vocab_file, staging / "vocab.txt")

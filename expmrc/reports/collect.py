@@ -10,7 +10,7 @@ writes the tables, the figure and the HTML page.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
@@ -36,7 +36,7 @@ from expmrc.reports.collect_runs import (
 )
 from expmrc.reports.collect_stats import Group, compare_settings, group_runs
 from expmrc.reports.llm_runs import TABLE as LLM_TABLE
-from expmrc.reports.llm_runs import llm_table
+from expmrc.reports.llm_runs import llm_rows, llm_table
 
 __all__ = ["FORMATS", "CollectResult", "collect"]
 
@@ -50,6 +50,7 @@ class CollectResult:
     markdown: str
     written: list[str]
     llm_section: str = ""  # the table of `expmrc llm` runs ("" when there are none)
+    llm_left_out: list[ScoredRun] = field(default_factory=list)  # LLM runs not tabulated, with the reason
 
 
 def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
@@ -63,12 +64,17 @@ def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
     """
     records = {d: read_record(d) for d in find_run_dirs(paths, ignore=output_dir)}
     llm = {d: r for d, r in records.items() if isinstance(r, RunRecord) and r.kind == "llm"}
-    section = llm_table(llm)
+    llm_found, llm_left = llm_rows(llm)
+    section = llm_table(llm_found, llm_left)
+    left_out = [ScoredRun(run_dir=d, status=status, note=why) for d, status, why in llm_left]
     trained = [d for d in records if d not in llm]
     out = Path(output_dir)
     if not trained:
+        if llm_left and not llm_found:
+            reasons = "; ".join(f"{r.run_dir}: {r.note}" for r in left_out[:3])
+            raise ExpmrcError(f"none of the {len(left_out)} LLM run(s) finished with readable scores ({reasons})")
         write_text_atomic(str(out / LLM_TABLE), section)
-        return CollectResult([], [], "", [str(out / LLM_TABLE)], section)
+        return CollectResult([], [], "", [str(out / LLM_TABLE)], section, left_out)
     datasets = DatasetCache(data)
     runs = [read_run(d, datasets, farm, records[d])
             for d in tqdm(trained, desc="scoring runs", unit="run", disable=not progress)]
@@ -93,4 +99,4 @@ def collect(paths: list[str], output_dir: str, data: list[str] | None = None,
     if section:
         write_text_atomic(str(out / LLM_TABLE), section)
         written.append(str(out / LLM_TABLE))
-    return CollectResult(runs, groups, markdown, written, section)
+    return CollectResult(runs, groups, markdown, written, section, left_out)

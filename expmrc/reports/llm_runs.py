@@ -3,10 +3,13 @@ trained runs (model, backend, template, shots with the dev-set mark, parse failu
 evidence missing / unverified / altered / reworded, the verbatim and untrustworthy evidence rates, environment),
 read from the scores.json each run wrote. A run recorded before grounding's one rule (its summary has no
 `reworded` count: a `fuzzy` quote was then replaced by passage text and counted as trustworthy) shows the counts
-it has and no rates, with a note."""
+it has and no rates, with a note. A run whose record is not `finished`, or whose files are damaged, is left out
+with its reason, as a training run is."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from typing import Any
 
@@ -32,27 +35,50 @@ def llm_row(run_dir: str, record: RunRecord) -> list[str]:
         current = REWORDED in grounding  # else recorded before the one rule: its rate counted `fuzzy` as trusted
         counts = "/".join(str(grounding.get(k, "-")) for k in (MISSING, UNVERIFIED, ALTERED, REWORDED)) \
             if ALTERED in grounding else "-"
-        rates = [_f(100 * r if (r := grounding.get(key)) is not None and current else None)
+        rates = [_f(100 * _number(r) if (r := grounding.get(key)) is not None and current else None)
                  for key in ("verbatim_evidence_rate", "untrustworthy_evidence_rate")]
         return [run_dir, str(record.get("subset")), str(record.get("model")), str(record.get("backend")),
                 str(record.get("template")["name"]), shots, f"{scores['parse']['failed']}/{scores['questions']}",
                 _f(raw["ALL_F1"]), _f(grounded["ALL_F1"]), _f(grounded["ANS_F1"]), _f(grounded["EVI_F1"]),
                 counts + ("" if current or counts == "-" else f" ({OLD_RULE})"), *rates,
                 record.environment.summary() if record.environment else "-"]
-    except (KeyError, TypeError, AttributeError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise ExpmrcError(f"{path} or {os.path.join(run_dir, RUN_INFO)}: not what `expmrc llm` writes "
                           f"({type(exc).__name__}: {exc})") from None
 
 
+def _number(value: Any) -> float:
+    """A recorded figure, refused (ValueError) unless a finite number: a string or NaN must not pass as a score."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"a score is {json.dumps(value)[:40]}, not a finite number")
+    return float(value)
+
+
 def _f(value: Any) -> str:
-    return "-" if value is None else f"{value:.1f}"
+    return "-" if value is None else f"{_number(value):.1f}"
 
 
-def llm_table(runs: dict[str, RunRecord]) -> str:
-    """The markdown section listing LLM runs (run folder -> its record), or "" when there are none."""
-    if not runs:
+def llm_rows(runs: dict[str, RunRecord]) -> tuple[list[list[str]], list[tuple[str, str, str]]]:
+    """The rows of the finished runs that read, and each run left out as (folder, status, reason): one whose record
+    does not say `finished` (still running, killed, failed), or whose files are not what `expmrc llm` writes."""
+    rows: list[list[str]] = []
+    left_out: list[tuple[str, str, str]] = []
+    for run_dir, record in runs.items():
+        if record.status != "finished":
+            status = "failed" if record.status == "failed" else "unfinished"
+            left_out.append((run_dir, status, f"status {record.status!r} (still running, killed or failed)"))
+            continue
+        try:
+            rows.append(llm_row(run_dir, record))
+        except ExpmrcError as exc:
+            left_out.append((run_dir, "invalid", str(exc)))
+    return rows, left_out
+
+
+def llm_table(rows: list[list[str]], left_out: list[tuple[str, str, str]]) -> str:
+    """The markdown section listing LLM runs (rows from `llm_rows`) and those left out, or "" when there are none."""
+    if not rows and not left_out:
         return ""
-    rows = [llm_row(run_dir, record) for run_dir, record in runs.items()]
     lines = ["## LLM runs (`expmrc llm`)", "", "| " + " | ".join(COLUMNS) + " |",
              "|" + " --- |" * len(COLUMNS)] + ["| " + " | ".join(row) + " |" for row in rows]
     if any("(dev set)" in row[5] for row in rows):
@@ -61,4 +87,6 @@ def llm_table(runs: dict[str, RunRecord]) -> str:
         lines += ["", f"({OLD_RULE}): the run's grounding replaced quotes with changed words (then `fuzzy`) by the "
                   "passage text and counted them as trustworthy, so its rates are not comparable and are not shown; "
                   "`expmrc ground` on its predictions.json gives today's (docs/grounding.md)."]
+    if left_out:
+        lines += ["", "Left out:", ""] + [f"- `{run_dir}` ({status}): {why}" for run_dir, status, why in left_out]
     return "\n".join(lines) + "\n"

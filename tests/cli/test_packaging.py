@@ -1,7 +1,7 @@
 """The package as users get it: `python -m build` (offline, without isolation) makes a wheel and an sdist
-holding the templates, the lm-eval task files and the samples; the wheel, installed offline into a fresh
-venv that sees only the core dependencies (no torch, no transformers), scores the packaged samples with the
-same figures as this checkout, and answers `--version` and `python -m expmrc`."""
+holding the templates, the lm-eval task files, the samples and NLTK's English Punkt tables; the wheel, installed
+offline into a fresh venv that sees only the core dependencies (no torch, no transformers), scores the packaged
+samples without NLTK_DATA with the same figures as this checkout, and answers `--version` and `python -m expmrc`."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ SAMPLES = [("expmrc-squad-sample.json", "squad-sample-predictions.json"),
            ("expmrc-c3-sample.json", "c3-sample-predictions.json")]
 PACKAGE_DATA = ["expmrc/reports/templates/report.html.j2", "expmrc/llm/lm_eval_tasks/expmrc.yaml",
                 "expmrc/llm/lm_eval_tasks/_expmrc_template_yaml", "expmrc/samples/expmrc-squad-sample.json",
-                "expmrc/__main__.py"]
+                "expmrc/__main__.py", "expmrc/metrics/nltk_data/tokenizers/punkt_tab/english/ortho_context.tab",
+                "expmrc/metrics/nltk_data/LICENSE.txt", "expmrc/metrics/nltk_data/NOTICE.md"]
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +126,8 @@ def test_the_installed_wheel_scores_the_samples_as_this_checkout(venv, tmp_path)
     argv = [str(venv / "expmrc"), "evaluate"]
     for dataset, predictions in SAMPLES:
         argv += [f"{samples}/{dataset}", f"{samples}/{predictions}"]
-    done = subprocess.run(argv + ["--json"], capture_output=True, text=True, cwd=tmp_path, env=isolated(tmp_path),
+    no_nltk_data = {k: v for k, v in isolated(tmp_path).items() if k != "NLTK_DATA"}  # the shipped Punkt tables
+    done = subprocess.run(argv + ["--json"], capture_output=True, text=True, cwd=tmp_path, env=no_nltk_data,
                           timeout=120)
     assert done.returncode == 0, done.stderr
     installed = json.loads(done.stdout)["results"]
@@ -154,3 +156,28 @@ def test_a_command_needing_an_extra_says_which(venv, tmp_path):
                           capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "pip install 'expmrc[export]'" in done.stderr
+
+
+RACE = {"version": "expmrc-race-dev", "data": [
+    {"id": "r1", "article": "Tom walked to the old library on Monday. He borrowed two books about birds. Then he went "
+                            "home and read until dinner.",
+     "questions": ["What did Tom borrow?"], "options": [["two books", "a bike", "a map", "some food"]],
+     "answers": ["A"], "evidences": [["He borrowed two books about birds."]]}]}
+
+
+@pytest.mark.parametrize("script", ["run_se_mrc.py", "run_mc_mrc.py"])
+def test_a_baseline_script_in_a_core_install_says_which_extra_in_one_line(venv, tmp_path, script):
+    done = subprocess.run([str(venv / "python"), str(ROOT / "baseline" / script), "--help"], capture_output=True,
+                          text=True, env=isolated(tmp_path), cwd=tmp_path, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and done.stdout == "", done.stderr
+    assert done.stderr.startswith("error: ") and "pip install 'expmrc[train]'" in done.stderr
+
+
+def test_an_evidence_method_needing_an_extra_says_so_before_announcing_any_work(venv, tmp_path):
+    dataset, output = tmp_path / "race.json", tmp_path / "race-best.json"
+    dataset.write_text(json.dumps(RACE), encoding="utf-8")
+    done = subprocess.run([str(venv / "expmrc"), "evidence", "--method", "idf-window", str(dataset), "--output",
+                           str(output)], capture_output=True, text=True, env=isolated(tmp_path), cwd=tmp_path,
+                          timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr  # no "answers: ..." line first
+    assert "pip install 'expmrc[train]'" in done.stderr and not output.exists()

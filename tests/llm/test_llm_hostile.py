@@ -234,12 +234,12 @@ def test_overwrite_never_deletes_a_users_files_or_an_input(tmp_path):
         inner = str(tmp_path / "run" / "dataset.json")
         status, _, err = run_cli(["llm", inner, "--model", "fake-model", "--base-url", server.url, "--output",
                                   str(tmp_path / "run"), "--overwrite", "--no-cache", "--quiet"])
-        assert_refused(status, err, "an input of this run")
+        assert_refused(status, err, "an input of this command")
         assert Path(inner).is_file()
         status, _, err = run_cli(["llm", path, "--model", "fake-model", "--base-url", server.url, "--output",
                                   str(tmp_path / "run"), "--overwrite", "--cache", str(tmp_path / "run" / "c.sqlite"),
                                   "--quiet"])
-        assert_refused(status, err, "an input of this run")
+        assert_refused(status, err, "an input of this command")
         sent = len(server.requests)
         assert llm(tmp_path, path, server.url, "--overwrite")[0] == 0  # an earlier run folder is replaced
         assert len(server.requests) == sent + 1  # question 2 was not asked before (--limit 1)

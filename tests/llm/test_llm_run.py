@@ -120,13 +120,14 @@ def test_an_unknown_model_is_one_line(tmp_path, capsys):
     assert "'fake-model'" in line and "404" in line
 
 
-def test_an_unreachable_endpoint_is_one_line_after_the_retries(tmp_path, capsys):
+def test_an_unreachable_endpoint_is_a_line_per_retry_round_then_one_error_line(tmp_path, capsys):
     path = write_dataset(tmp_path, "c3")
     with FakeChatServer(lambda body: "") as server:
         url = server.url
     assert run_llm(tmp_path, path, url, "--retries", "2", "--backoff", "0.01", "--concurrency", "1") == 2
-    line = one_error_line(capsys)
-    assert url in line and "after 2 retries" in line
+    *rounds, line = capsys.readouterr().err.strip().splitlines()
+    assert [r.split("; ")[-1].split(" in ")[0] for r in rounds] == ["retry 1 of 2", "retry 2 of 2"], rounds
+    assert line.startswith("error: ") and url in line and "after 2 retries" in line
 
 
 @pytest.mark.parametrize(("flags", "names"), [

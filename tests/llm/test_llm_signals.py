@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.common import environment
+from helpers.common import ROOT, environment
 from helpers.fake_openai import FakeChatServer
 from helpers.llm_data import cached_rows, read_run, write_many
 
@@ -27,9 +27,15 @@ def command(tmp_path: Path, dataset: str, *extra: str) -> list[str]:
             str(tmp_path / "run"), "--cache", str(tmp_path / "cache.sqlite"), "--quiet", *extra]
 
 
+def default_sigint() -> None:
+    """In the child, before it starts: Ctrl-C's default action. A parent started in the background by a script
+    (`nohup pytest ... &`) ignores SIGINT, a child inherits that, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stop_after(server: FakeChatServer, argv: list[str], requests: int, signum: int) -> tuple[int, str, float]:
     """Start `argv`, send `signum` once the server has `requests` requests; (exit status, stderr, seconds to exit)."""
-    child = subprocess.Popen(argv, env=environment(), stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(argv, env=environment(), stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     deadline = time.time() + 60
     while len(server.requests) < requests and time.time() < deadline and child.poll() is None:
         time.sleep(0.02)
@@ -87,6 +93,17 @@ def test_ctrl_c_does_not_hang_on_a_server_that_never_answers(tmp_path):
         status, err, seconds = stop_after(server, command(tmp_path, dataset, "--timeout", "2", "--base-url",
                                                           server.url), 8, signal.SIGINT)
     assert status == 130 and "interrupted: 0 of 10 replies are cached" in err and seconds < 15, err
+
+
+def test_the_ctrl_c_tests_pass_when_the_suite_runs_with_sigint_ignored():
+    """As under `nohup .venv/bin/python -m pytest -q &` in a script: this file's Ctrl-C test, run by a pytest that
+    ignores SIGINT, still sees the run stop with its line."""
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    test = f"{Path(__file__).relative_to(ROOT)}::test_ctrl_c_does_not_hang_on_a_server_that_never_answers"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test], cwd=ROOT,
+                          env=environment(), capture_output=True, text=True, timeout=180, preexec_fn=ignore_sigint)
+    assert done.returncode == 0, done.stdout[-3000:]
 
 
 @pytest.mark.parametrize("code", [401, 403])

@@ -237,3 +237,61 @@ def test_the_summary_and_paired_tables_fit_a_1280_pixel_window(browser, write_js
     names = browser.evaluate("document.querySelector('header .meta').textContent.replace(/\\s+/g, ' ')")
     assert "long-named); B: " in names and " ;" not in names
     assert browser.errors == []
+
+
+def long_dataset(count: int) -> tuple[dict, dict, dict]:
+    """A SQuAD-like dev set of `count` questions with SQuAD's 24-hex-digit ids and long questions, and two
+    submissions on it (so the table has its widest layout: two submissions' scores and B − A)."""
+    paragraphs, a, b = [], {}, {}
+    for k in range(0, count, 10):
+        context = " ".join(f"Sentence {n} says that the river number {n} is {n * 7} kilometres long and it floods "
+                           "every spring." for n in range(k, k + 10))
+        qas = []
+        for n in range(k, min(k + 10, count)):
+            qid = f"{0x56be4db0acb8001400a50000 + n:024x}"
+            answer = f"{n * 7} kilometres"
+            qas.append({"id": qid, "question": f"According to the passage about the rivers of the region, how long in "
+                                               f"kilometres is the river numbered {n} that floods every spring?",
+                        "answers": [{"text": answer, "answer_start": context.index(answer)}],
+                        "evidences": [f"Sentence {n} says that the river number {n} is {n * 7} kilometres long"]})
+            a[qid] = {"answer": answer, "evidence": f"Sentence {n} says"}
+            b[qid] = {"answer": f"{n}", "evidence": qas[-1]["evidences"][0]}
+        paragraphs.append({"context": context, "qas": qas})
+    return {"version": "expmrc-squad-dev", "data": [{"title": "Rivers", "paragraphs": paragraphs}]}, a, b
+
+
+ROWS_SEEN = """(() => Array.from(document.querySelectorAll('#question-table tr.qrow')).filter(r => !r.hidden).map(r => {
+  const id = r.querySelector('button.open'), q = r.querySelector('td.qtext');
+  const whole = (e) => e.scrollWidth <= e.clientWidth + 1 && e.scrollHeight <= e.clientHeight + 1;
+  return [id.textContent, whole(id), whole(q), q.getBoundingClientRect().right <= window.innerWidth];
+}))()"""
+
+
+def test_at_1280_pixels_ids_and_questions_are_whole_and_a_long_table_is_paged(browser, write_json, tmp_path):
+    data, a, b = long_dataset(501)
+    ids = [qa["id"] for p in data["data"][0]["paragraphs"] for qa in p["qas"]]
+    html, _ = build_report(write_json("dev.json", data), [write_json("a.json", a), write_json("b.json", b)])
+    page = str(tmp_path / "long.html")
+    write_page(page, html)
+    load(browser, page)
+    assert browser.evaluate("document.documentElement.scrollWidth") <= 1280
+    seen = browser.evaluate(ROWS_SEEN)
+    assert [row[0] for row in seen] == ids[:50]  # one page, not 501 rows
+    assert all(row[1:] == [True, True, True] for row in seen), [row for row in seen if row[1:] != [True] * 3][:3]
+    assert shown(browser) == "showing 501 of 501 questions"
+    info = "document.getElementById('page-info').textContent"
+    assert browser.evaluate(info) == "rows 1–50 of 501, page 1 of 11"
+
+    browser.click("#page-next")
+    assert [row[0] for row in browser.evaluate(ROWS_SEEN)] == ids[50:100]
+    browser.click("#page-prev")
+    assert [row[0] for row in browser.evaluate(ROWS_SEEN)] == ids[:50]
+    browser.type("#search", ids[480])  # a question of the tenth page, found from the first
+    browser.wait_for("document.getElementById('shown').textContent === 'showing 1 of 501 questions'")
+    assert [row[0] for row in browser.evaluate(ROWS_SEEN)] == [ids[480]]
+    assert browser.evaluate(info) == "rows 1–1 of 1, page 1 of 1"
+    browser.click("#clear")
+    browser.evaluate("(() => { const s = document.getElementById('page-size'); s.value = '0';"
+                     " s.dispatchEvent(new Event('change')); })()")
+    assert len(browser.evaluate(ROWS_SEEN)) == 501
+    assert browser.errors == []

@@ -10,6 +10,7 @@ import pytest
 from helpers.common import CHOICE_DATA, SPAN_DATA, needs_punkt
 from expmrc.data.datasets import load_dataset
 from expmrc.errors import ExpmrcError
+from expmrc.metrics.leaderboard import SHIPPED_NLTK_DATA
 from expmrc.scoring.scorer import question_type, score
 
 pytestmark = needs_punkt
@@ -198,21 +199,35 @@ def test_question_types(question, language, expected):
     assert question_type(question, language) == expected
 
 
-def test_missing_punkt_data_is_one_line_with_the_fix(write_json, tmp_path):
+# eval_expmrc.py where NLTK's search finds no Punkt (its folders emptied) and the shipped copy is at argv[1]
+WITHOUT_NLTKS_PUNKT = """
+import runpy, sys
+from pathlib import Path
+import nltk
+import expmrc.metrics.leaderboard as leaderboard
+nltk.data.path[:] = []
+leaderboard.SHIPPED_NLTK_DATA = Path(sys.argv[1])
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_without_nltk_data_the_shipped_punkt_scores_and_without_it_too_one_line_says_the_fix(write_json, tmp_path):
     import os
     env = {k: v for k, v in os.environ.items() if k != "NLTK_DATA"}
-    env["NLTK_DATA"] = str(tmp_path / "empty")
     env["HOME"] = str(tmp_path)  # NLTK also looks in ~/nltk_data
-    probe = subprocess.run([sys.executable, "-c", "import nltk; nltk.data.find('tokenizers/punkt_tab/english/')"],
-                           capture_output=True, env=env)
-    if probe.returncode == 0:
-        pytest.skip("Punkt data is installed in a system-wide NLTK folder")
-    result = subprocess.run([sys.executable, "eval_expmrc.py", write_json("d.json", SPAN_DATA),
-                             write_json("p.json", SPAN_PRED)], capture_output=True, text=True, cwd=ROOT, env=env)
+    argv = [str(ROOT / "eval_expmrc.py"), write_json("d.json", SPAN_DATA), write_json("p.json", SPAN_PRED)]
+    shipped = subprocess.run([sys.executable, "-c", WITHOUT_NLTKS_PUNKT, str(SHIPPED_NLTK_DATA), *argv],
+                             capture_output=True, text=True, cwd=ROOT, env=env)
+    assert shipped.returncode == 0 and json.loads(shipped.stdout)["TOTAL"] == 3, shipped.stderr
+    gone = tmp_path / "no-shipped-copy"
+    result = subprocess.run([sys.executable, "-c", WITHOUT_NLTKS_PUNKT, str(gone), *argv], capture_output=True,
+                            text=True, cwd=ROOT, env=env)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip().splitlines() == [
-        "error: NLTK's English Punkt data (tokenizers/punkt_tab/english/) is missing: run "
-        "`python -m nltk.downloader punkt_tab` or point NLTK_DATA at a folder that holds it"]
+        f"error: NLTK's English Punkt data (tokenizers/punkt_tab/english/) is missing, and so is the copy this package "
+        f"ships ({gone}): reinstall expmrc, run `python -m nltk.downloader punkt_tab` or point NLTK_DATA at a folder "
+        "that holds it"]
 
 
 def test_the_signature_names_the_metrics_and_mode_in_use(write_json):

@@ -54,6 +54,7 @@
         button.textContent = String(counts[button.dataset.quadrant]);
       });
     });
+    page = 0;
     update();
   }
 
@@ -104,28 +105,43 @@
   }
 
   let arranged = "|asc";  // the order the rows are in (dataset order at first); unchanged, they are not moved
+  let order = questions.map((_, k) => k);  // question indices in the rows' order
+  let page = 0;  // of the questions that match the filters, the page shown (--page-size rows each; 0: all)
+
+  function paged(matching) {  // the questions of the current page, and the line saying where it is
+    const size = Number($("page-size").value);
+    const pages = size ? Math.max(1, Math.ceil(matching.length / size)) : 1;
+    page = Math.min(Math.max(page, 0), pages - 1);
+    const from = size ? page * size : 0;
+    const shown = size ? matching.slice(from, from + size) : matching;
+    $("page-prev").disabled = page === 0;
+    $("page-next").disabled = page >= pages - 1;
+    $("page-info").textContent = shown.length ?
+      `rows ${from + 1}–${from + shown.length} of ${matching.length}, page ${page + 1} of ${pages}` : "no rows";
+    return new Set(shown);
+  }
 
   function update() {
     const key = $("sort-key").value;
     const direction = $("sort-dir").value;
     if (arranged !== key + "|" + direction) {
+      order = questions.map((_, k) => k).sort(compare(key, direction));
       const fragment = document.createDocumentFragment();
-      for (const i of questions.map((_, k) => k).sort(compare(key, direction))) {
+      for (const i of order) {
         fragment.append(rows[i]);
         if (details.has(i)) fragment.append(details.get(i));
       }
       tbody.append(fragment);
       arranged = key + "|" + direction;
     }
-    let shown = 0;
-    const visible = filter();
-    questions.forEach((_, i) => {
-      const show = visible(i);
-      shown += show;
+    const matching = order.filter(filter());
+    const onPage = paged(matching);
+    order.forEach((i) => {
+      const show = onPage.has(i);
       if (rows[i].hidden === show) rows[i].hidden = !show;
       if (details.has(i)) details.get(i).hidden = !show;
     });
-    $("shown").textContent = `showing ${shown} of ${questions.length} questions`;
+    $("shown").textContent = `showing ${matching.length} of ${questions.length} questions`;
     document.querySelectorAll("button.sort").forEach((button) => {
       if (button.dataset.key === key) button.dataset.dir = direction; else delete button.dataset.dir;
     });
@@ -228,28 +244,33 @@
     const button = event.target.closest("button.open");
     if (button) toggle(Number(button.closest("tr").dataset.i));
   });
+  const refilter = () => { page = 0; update(); };  // a new filter or order starts at its first page
   document.querySelectorAll("button.sort").forEach((button) => button.addEventListener("click", () => {
     const same = $("sort-key").value === button.dataset.key;
     $("sort-key").value = button.dataset.key;
     $("sort-dir").value = same && $("sort-dir").value === "desc" ? "asc" : (same ? "desc" : "asc");
-    update();
+    refilter();
   }));
   document.querySelectorAll("button.quadrant").forEach((button) => button.addEventListener("click", () => {
     $("quadrant").value = button.dataset.quadrant;
     if ($("quadrant-of")) $("quadrant-of").value = button.dataset.sub;
-    update();
+    refilter();
     $("questions").scrollIntoView();
   }));
   let pending = null;
-  $("search").addEventListener("input", () => { clearTimeout(pending); pending = setTimeout(update, 120); });
-  for (const id of ["type", "quadrant", "quadrant-of", "range-key", "range-min", "range-max", "sort-key", "sort-dir"]) {
-    if ($(id)) $(id).addEventListener(id.startsWith("range-m") ? "input" : "change", update);
+  $("search").addEventListener("input", () => { clearTimeout(pending); pending = setTimeout(refilter, 120); });
+  for (const id of ["type", "quadrant", "quadrant-of", "range-key", "range-min", "range-max", "sort-key", "sort-dir",
+    "page-size"]) {
+    if ($(id)) $(id).addEventListener(id.startsWith("range-m") ? "input" : "change", refilter);
   }
   for (const id of ["answer-threshold", "evidence-threshold"]) $(id).addEventListener("input", recount);
   $("clear").addEventListener("click", () => {
     for (const id of ["search", "range-min", "range-max"]) $(id).value = "";
     for (const id of ["type", "quadrant", "range-key"]) $(id).value = "";
-    update();
+    refilter();
   });
+  $("page-prev").addEventListener("click", () => { page -= 1; update(); });
+  $("page-next").addEventListener("click", () => { page += 1; update(); });
+  update();
   document.documentElement.dataset.ready = "true";
 })();
