@@ -125,6 +125,27 @@ def stopped(status: int, cached: int, total: int, config: JudgeConfig) -> int:
     return status
 
 
+def judge_each(config: JudgeConfig, settings: Any, items: list[tuple[Any, str]]) -> list[Any]:
+    """The `Support` of each (dataset, predictions path), judged by one judge loaded once, the submissions of one
+    dataset object together (each distinct pair once, one check); a chat judge stopped by Ctrl-C raises
+    expmrc.llm.fetch.Interrupted."""
+    from expmrc.data.submissions import load_submission
+    from expmrc.llm.judges import judge_submissions, make_judge
+    from expmrc.scoring.support import choose_statement
+
+    groups: dict[int, list[int]] = {}
+    for k, (dataset, _) in enumerate(items):
+        choose_statement(config.statement, dataset.language)
+        groups.setdefault(id(dataset), []).append(k)
+    judge = make_judge(config)
+    found: dict[int, Any] = {}
+    for ks in groups.values():
+        dataset = items[ks[0]][0]
+        given = [(items[k][1], load_submission(items[k][1]), None) for k in ks]
+        found.update(zip(ks, judge_submissions(dataset, given, judge, config.statement, settings)))
+    return [found[k] for k in range(len(items))]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dataset", metavar="SUBSET", help=f"{', '.join(subsets.names())} (the dev set) or a dataset file")
     parser.add_argument("predictions", metavar="PREDICTIONS", help="a submission (answer and evidence per question)")

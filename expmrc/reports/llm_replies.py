@@ -1,5 +1,6 @@
 """LLM replies on `expmrc report` pages: for a submission inside an `expmrc llm` run folder, each question
-shows the raw reply, the parsed answer and its parse status, and the grounding status of each field."""
+shows the raw reply, the parsed answer and its parse status, the grounding status of each field, and the support
+judge's label of a run judged with --judge."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def llm_replies(submission_path: str) -> dict[str, dict[str, Any]]:
                                                for c in value["changes"])
                    for key, value in grounding.items() if value.get("changes")},
                 "raw reply": record.get("reply"),
+                **({"support": record["support"]["label"]} if record.get("support") else {}),  # llm --judge
             }
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise ExpmrcError(f"{path}: line {number}: not an `expmrc llm` "

@@ -360,6 +360,34 @@ def compare_support(base: Support, system: Support, test: str, settings: Resampl
     return result
 
 
+def read_details(path: str, dataset: Dataset) -> dict[str, dict[str, Any]]:
+    """A judge's details file (`expmrc judge --details`) by question id; one line naming the file (and the line) for
+    a file that is not one, or that does not cover exactly the dataset's questions (a file of another subset)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ExpmrcError(f"{path}: cannot read the judge's details: {exc}") from None
+    found: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if not (isinstance(record, dict) and isinstance(record.get("id"), str) and record.get("label") in LABELS):
+            raise ExpmrcError(f"{path}: line {number}: not a record of `expmrc judge --details` (an object with an "
+                              f"`id` and a `label`, one of {', '.join(LABELS)})")
+        found[record["id"]] = record
+    known = [q.qid for q in dataset.questions]
+    if unknown := [qid for qid in found if qid not in set(known)]:
+        raise ExpmrcError(f"{path}: question {unknown[0]} is not in {dataset.path} ({dataset.subset}); the judge's "
+                          "details of another dataset?")
+    if missing := [qid for qid in known if qid not in found]:
+        raise ExpmrcError(f"{path}: covers {len(found)} of the {len(known)} questions of {dataset.path} (first "
+                          f"missing: {missing[0]}); judge the whole submission")
+    return found
+
+
 def file_sha256(path: str) -> str:
     """The sha256 of a file's bytes: which predictions a support record judged."""
     try:
