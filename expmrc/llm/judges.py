@@ -152,7 +152,7 @@ class ChatJudge:
     def identity(self, language: str) -> str:
         """The signature's part: the model, where it answered, the prompt and its hash."""
         where = self.backend.identity()
-        place = where.get("server") or (where.get("weights") or {}).get("files", "")[:12]
+        place = where.get("server") or ((where.get("weights") or {}).get("files") or "local")[:12]
         prompt = self.prompt(language)
         return (f"chat+model-{self.settings.model}+{where['backend']}-{place}+prompt-{prompt.name}"
                 f"+sha-{prompt.sha256[:12]}+max-tokens-{self.settings.max_tokens}")
