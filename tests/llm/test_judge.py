@@ -206,3 +206,20 @@ def test_hostile_replies_leave_questions_unjudged_never_a_crash(tmp_path):
     notes = {r["note"] for r in details(tmp_path / "d.jsonl")}
     assert notes <= {"no verdict in the reply", "an HTML or XML page (a login or proxy page?), not a chat completion: "
                      "'<html>login</html>'", "`choices` is a string, not a chat completion"}
+
+
+def test_a_local_chat_model_judges_through_the_transformers_backend(tmp_path):
+    from helpers.tiny_chat import make_tiny_chat_model
+
+    model = make_tiny_chat_model(tmp_path / "chat")
+    dataset = write_many(tmp_path, "c3", 3)
+    status, out, err = judge(dataset, write_submission(tmp_path, dataset), "--judge", "chat", "--backend",
+                             "transformers", "--judge-model", str(model), "--max-tokens", "4", "--json",
+                             "--cache", str(tmp_path / "c.sqlite"), "--output", str(tmp_path / "o.json"))
+    assert status == 0, err
+    summary = json.loads(out)
+    assert sum(summary["labels"].values()) == 3 and "judge:chat+model-" in summary["signature"]
+    assert "+transformers-" in summary["signature"]  # the weights' digest, not a server
+    record = json.loads((tmp_path / "o.json").read_text())["record"]
+    assert record["judge"]["backend"] == "transformers" and record["judge"]["base_url"] is None
+    assert set(record["judge"]["prompts"]) == {"judge-zh-v1"} and record["environment"]["device"] == "cpu"
