@@ -9,8 +9,10 @@ a statement, and the check's other sentence with it (expmrc.scoring.support, the
 --subset's dev set in $EXPMRC_DATA, or else from generated English passages (a note says so). The first
 --pairs of them are judged through `expmrc.llm.nli.NLIJudge`, the path `expmrc judge` takes (tokenizing,
 sorting by length, batching, the forward pass, softmax), --repeats times after one warm-up batch; the
-median is printed as judgements (pairs) per second, for each batch size. Beside it, in the same run, the
-same pairs batched in their own order (no sorting by length), and the ratio: what sorting saves in padding.
+median is printed as judgements (pairs) per second (per CPU second of the process on the CPU, where the
+machine may be shared: run it with --threads 1 for a figure per core; per wall second on a GPU), for each
+batch size. Beside it, timed in turns with it,
+the same pairs batched in their own order (no sorting by length), and the ratio: what sorting saves in padding.
 
 Without --model the judge is a BERT of each --shapes shape with random weights (speed does not depend on
 them) and a word-level WordPiece vocabulary built from the pairs (English words whole, Chinese characters one
@@ -86,28 +88,27 @@ def build_model(folder: Path, shape: str, pairs: list) -> str:
     return str(folder)
 
 
-def timed(run, repeats: int, sync) -> float:
-    """The median seconds of `run` over `repeats` calls."""
-    seconds = []
-    for _ in range(repeats):
-        sync()
-        start = time.perf_counter()
-        run()
-        sync()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
-
-
 def measure(judge, pairs: list, batch: int, repeats: int) -> tuple[float, float]:
-    """Pairs per second sorted by length (the judge's own path) and in their own order."""
+    """Pairs per second sorted by length (the judge's own path) and in their own order: the median of `repeats`
+    timings of each, taken in turns (ABAB...), so a change of load on the machine hits both alike; on the CPU the
+    process's CPU seconds (a machine shared with other jobs slows the wall clock, not them), on a GPU wall seconds."""
     import torch
 
-    sync = torch.cuda.synchronize if judge.device == "cuda" else (lambda: None)
+    cuda = judge.device == "cuda"
+    sync, clock = (torch.cuda.synchronize, time.perf_counter) if cuda else ((lambda: None), time.process_time)
     judge.batch_size = batch
     judge.judge(pairs[:batch], "en")  # warm-up: kernels, allocator, threads
-    sorted_s = timed(lambda: judge.judge(pairs, "en"), repeats, sync)
-    in_order = timed(lambda: [judge._batch(pairs[k:k + batch]) for k in range(0, len(pairs), batch)], repeats, sync)
-    return len(pairs) / sorted_s, len(pairs) / in_order
+    runs = {"sorted": lambda: judge.judge(pairs, "en"),
+            "in order": lambda: [judge._batch(pairs[k:k + batch]) for k in range(0, len(pairs), batch)]}
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            sync()
+            start = clock()
+            run()
+            sync()
+            seconds[name].append(clock() - start)
+    return len(pairs) / statistics.median(seconds["sorted"]), len(pairs) / statistics.median(seconds["in order"])
 
 
 def main() -> int:
@@ -135,7 +136,9 @@ def main() -> int:
         torch.set_num_threads(args.threads)
     pairs, source = dev_pairs(args.subset, args.pairs)
     device = torch.cuda.get_device_name() if args.device == "cuda" else f"cpu, {torch.get_num_threads()} threads"
-    print(f"{len(pairs)} pairs from the {source}; device: {device}; torch {torch.__version__}; load {os.getloadavg()[0]:.1f}")
+    clock = "wall seconds" if args.device == "cuda" else "CPU seconds of this process"
+    print(f"{len(pairs)} pairs from the {source}; device: {device}; torch {torch.__version__}; "
+          f"load {os.getloadavg()[0]:.1f}; timed in {clock}")
     print("| model | batch | tokens / pair | judgements / s (sorted by length) | in their own order | ratio |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as tmp:
