@@ -109,7 +109,7 @@ def gold_judge(dataset_path: str):
     from expmrc.data.datasets import load_dataset
 
     dataset = load_dataset(dataset_path)
-    golds = {str(e) for q in dataset.questions for e in q.evidences}
+    golds = {str(e).strip() for q in dataset.questions for e in q.evidences}  # evidence is judged stripped
 
     def reply(body: dict) -> str:
         premise, _ = asked(body)

@@ -223,3 +223,30 @@ def test_a_local_chat_model_judges_through_the_transformers_backend(tmp_path):
     record = json.loads((tmp_path / "o.json").read_text())["record"]
     assert record["judge"]["backend"] == "transformers" and record["judge"]["base_url"] is None
     assert set(record["judge"]["prompts"]) == {"judge-zh-v1"} and record["environment"]["device"] == "cpu"
+
+
+@pytest.mark.data
+@pytest.mark.slow
+@pytest.mark.parametrize("subset", ["squad", "cmrc2018", "race", "c3"])
+def test_the_sample_submissions_on_the_dev_sets_with_a_judge_that_knows_the_gold_evidence(tmp_path, subset):
+    from helpers.common import ROOT, dev_set
+
+    from expmrc.data.datasets import passage_of
+
+    dataset = load_dataset(dev_set(subset))
+    predictions = str(ROOT / "sample_submission" / f"{subset}.json")
+    with FakeChatServer(gold_judge(dataset.path)) as server:
+        status, out, err = chat(dataset.path, predictions, server.url, tmp_path / "c.sqlite", "--json",
+                                "--details", str(tmp_path / "d.jsonl"), "--concurrency", "4", "--retries", "3")
+    assert status == 0, err
+    summary, records = json.loads(out), details(tmp_path / "d.jsonl")
+    assert [r["id"] for r in records] == [q.qid for q in dataset.questions]
+    golds = {str(e).strip() for q in dataset.questions for e in q.evidences}
+    assert summary["rate"] == round(100 * sum(r["evidence"] in golds for r in records) / len(records), 3)
+    assert summary["check"]["gold_evidence"]["rate"] == 100.0 and not summary["check"]["warning"]
+    drawn = [(q, r["check"]["other_sentence"]["sentence"]) for q, r in zip(dataset.questions, records)
+             if "other_sentence" in r["check"]]  # none where the passage holds no other sentence
+    assert len(drawn) == summary["check"]["other_sentence"]["count"] > 0.95 * len(records)
+    for question, sentence in drawn:
+        assert sentence in passage_of(question) and not any(sentence in str(e) or str(e) in sentence
+                                                            for e in question.evidences)
