@@ -20,7 +20,8 @@ from expmrc.scoring.support import CHECK_GAP, LABELS, STATEMENTS
 _DESCRIPTION = """\
 Ask, for each question of a submission, whether its evidence supports its answer: the premise is the
 evidence, the hypothesis the question with the answer (for multiple choice, the chosen option's text)
-phrased as a statement by a versioned template in the dataset's language. Labels: {labels}
+phrased as a statement by a versioned template in the dataset's language. Labels:
+  {labels}
 (no-evidence: empty or left out; no-answer: an empty answer, or a letter naming no option; unjudged: a
 chat reply without a verdict, counted as not supported). The support rate is the share supported over
 all questions, with a bootstrap interval over questions (--ci-resamples, --seed, --confidence), by
@@ -36,7 +37,7 @@ from the variable --api-key-env names; or a local chat model), greedy, each repl
 
 The check of the judge runs every time: on the same questions it also judges the gold evidence with the
 gold answer (which should be supported) and another passage sentence, apart from the gold evidence, with
-the gold answer (which should mostly not be). Both rates are printed, with one warning line when the
+the gold answer (which should mostly not be; drawn by --seed and the question id). Both rates are printed, with one warning line when the
 judge does not separate them by {gap:g} points: its labels cannot then be trusted on this data.
 
 --details writes one JSON line per question (its label, the evidence and statement judged, P(entailment)
@@ -97,8 +98,10 @@ def add_judge_arguments(parser: argparse.ArgumentParser, own: bool = False) -> N
     group.add_argument("--judge-model", metavar="NAME", help="an NLI model's folder or Hub id, or a chat model's name")
     for name, (options, text, shared) in FLAGS.items():
         if own or shared:
+            if "choices" not in options and options.get("action") != "store_true":
+                options = {"metavar": name.upper().replace("-", "_"), **options}
             group.add_argument(f"--{name}" if own else f"--judge-{name}", dest="judge_" + name.replace("-", "_"),
-                               help=text, **options)
+                               help=text if own else text.replace("(see above)", "(`expmrc judge --help`)"), **options)
 
 
 def judge_config(args: argparse.Namespace) -> JudgeConfig:
@@ -154,8 +157,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--details", metavar="FILE.jsonl", help="write one JSON line per question (see above)")
     parser.add_argument("--output", metavar="FILE.json", help="write the figures, signature and run record as JSON")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object instead of lines")
-    add_resampling_arguments(parser, "how many resamples of the questions for the interval (and the seed draws the "
-                                     "check's other sentence)")
+    add_resampling_arguments(parser, "how many resamples of the questions for the interval")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
