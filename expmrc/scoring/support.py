@@ -243,11 +243,10 @@ class Check:
     def line(self) -> str:
         """The line every run prints."""
         s = self.summary()
-        figure = lambda r: "n/a" if r["rate"] is None else f"{r['rate']:.1f}%"  # noqa: E731
         gap = "n/a" if s["gap"] is None else f"{s['gap']:.1f} points"
-        return (f"judge check: gold evidence supported {figure(s['gold_evidence'])} of {s['gold_evidence']['count']}, "
-                f"another passage sentence {figure(s['other_sentence'])} of {s['other_sentence']['count']} "
-                f"(gap {gap})")
+        return (f"judge check: gold evidence supported {_percent(s['gold_evidence'])} of "
+                f"{s['gold_evidence']['count']}, another passage sentence {_percent(s['other_sentence'])} of "
+                f"{s['other_sentence']['count']} (gap {gap})")
 
     def warning(self) -> str | None:
         """The one-line warning when the judge does not separate the gold evidence from another sentence."""
@@ -339,6 +338,10 @@ class Support:
             lines.append("  by evidence grounding: " + ", ".join(f"{k} {_shown(v)}" for k, v in s["by_grounding"].items()))
         lines.append(self.check.line())
         return lines
+
+
+def _percent(rate: dict[str, Any]) -> str:
+    return "n/a" if rate["rate"] is None else f"{rate['rate']:.1f}%"
 
 
 def _shown(rate: dict[str, Any]) -> str:
