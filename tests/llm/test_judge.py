@@ -250,3 +250,36 @@ def test_the_sample_submissions_on_the_dev_sets_with_a_judge_that_knows_the_gold
     for question, sentence in drawn:
         assert sentence in passage_of(question) and not any(sentence in str(e) or str(e) in sentence
                                                             for e in question.evidences)
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_judges_replies_and_the_same_command_resumes(tmp_path):
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers.common import environment
+
+    dataset = write_many(tmp_path, "cmrc2018", 8)
+    predictions = write_submission(tmp_path, dataset, "other")
+    argv = [sys.executable, "-m", "expmrc.cli", "judge", dataset, predictions, "--judge", "chat", "--judge-model",
+            "fake-model", "--cache", str(tmp_path / "c.sqlite"), "--concurrency", "2", "--quiet", "--json"]
+    with FakeChatServer(gold_judge(dataset), delay=0.3) as server:
+        child = subprocess.Popen([*argv, "--base-url", server.url], env=environment(), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while len(server.requests) < 4 and time.time() < deadline and child.poll() is None:
+            time.sleep(0.02)
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=60)
+        assert child.returncode == 130 and len(err.strip().splitlines()) == 1, err
+        assert re.fullmatch(r"interrupted: \d+ of \d+ judge replies are cached in .+; the same command resumes",
+                            err.strip()), err
+        first = [asked(body) for body in server.requests]
+        done = subprocess.run([*argv, "--base-url", server.url], env=environment(), capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        again = [asked(body) for body in server.requests[len(first):]]
+    assert again and not set(again) & set(first)  # the resumed run asks only what never arrived
+    assert json.loads(done.stdout)["check"]["gold_evidence"]["rate"] == 100.0
