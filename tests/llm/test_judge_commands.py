@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.common import needs_punkt
 from helpers.fake_openai import FakeChatServer
 from helpers.hostile import assert_refused, run_cli
 from helpers.judge_data import gold_judge, write_many, write_submission
@@ -17,6 +18,8 @@ from helpers.llm_data import gold_reply, read_run, run_llm
 from helpers.tiny_nli import make_tiny_nli_folder
 
 from expmrc.data.datasets import load_dataset
+
+pytestmark = needs_punkt  # the scorer's English tokenizer: evaluate, compare, llm, report and collect all score
 
 
 def chat_flags(url: str, cache: Path) -> list[str]:
