@@ -33,6 +33,7 @@ COMMANDS: Registry[tuple[str, str]] = Registry.of("command", {
     "faithfulness": ("expmrc.cli.faithfulness", "FARM(k), comprehensiveness and sufficiency of a fine-tuned model"),
     "report": ("expmrc.cli.report", "write a self-contained HTML page showing a submission, or comparing two"),
     "ground": ("expmrc.cli.ground", "find every evidence and span answer of a submission in its passage"),
+    "judge": ("expmrc.cli.judge", "does each evidence support its answer? an NLI or chat model judges, checked every run"),
     "llm": ("expmrc.cli.llm", "run a chat model (any OpenAI-compatible endpoint, or local) on a subset and score it"),
     "lm-eval-path": ("expmrc.cli.lm_eval_path", "print the folder of the lm-evaluation-harness tasks (--include_path)"),
     "export": ("expmrc.cli.export", "write subsets as a Hugging Face dataset folder (Parquet or JSON Lines) with its card"),

@@ -7,9 +7,10 @@ import json
 import os
 
 from expmrc.cli.args import add_resampling_arguments, integer_in
+from expmrc.cli.judge import add_judge_arguments
 from expmrc.data import subsets
 from expmrc.data.datasets import load_dataset
-from expmrc.errors import ExpmrcError
+from expmrc.errors import ExpmrcError, warn
 from expmrc.metrics.registry import select
 from expmrc.scoring.scorer import Report, score_files, signature
 from expmrc.scoring.stats import (
@@ -20,6 +21,7 @@ from expmrc.scoring.stats import (
     check_same_dataset,
     compare,
 )
+from expmrc.scoring.support import KEY, Support, compare_support
 
 DESCRIPTION = """\
 Compare each SYSTEM submission with the BASELINE submission on the same questions of DATASET, and say
@@ -39,6 +41,10 @@ Tests (--test), following sacrebleu's --paired-bs and --paired-ar:
 Unlike sacrebleu, a resampled statistic equal to the observed one counts (≥, not >), so two
 identical submissions give p = 1. docs/scoring.md, "Confidence intervals and significance", says
 what the figures mean and which test to use.
+
+--judge nli|chat --judge-model NAME adds SUPPORT, the share of questions whose evidence the judge
+finds to support the answer (`expmrc judge`), tested the same way: one judge judges every submission
+(and the check of the judge, printed once), so the test is paired. See docs/coupling.md.
 
 examples:
   expmrc compare squad sample_submission/squad.json idf-window.json
@@ -61,9 +67,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", metavar="NAME[,NAME]",
                         help="extra metrics to compare (as in `expmrc evaluate`; default: the subset's own)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    add_judge_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from expmrc.cli.judge import judge_config, judge_each, stopped
+    from expmrc.llm.fetch import Interrupted
+
     if not args.systems:
         raise ExpmrcError("compare needs a baseline and at least one system submission; got only "
                           f"{args.baseline}")
@@ -72,16 +82,30 @@ def run(args: argparse.Namespace) -> int:
             raise ExpmrcError(f"{path}: the baseline is also listed as a system; a submission compared with itself "
                               "tells nothing")
     settings = Resampling(args.ci_resamples, args.seed, args.confidence)
+    config = judge_config(args) if args.judge else None
     dataset = load_dataset(args.dataset, args.subset)
     metrics = select(args.metrics, dataset)
     baseline = score_files(dataset, args.baseline, metrics)
     systems = [score_files(dataset, path, metrics) for path in args.systems]
     check_same_dataset([baseline, *systems])
     results = [compare(baseline, system, args.test, settings, args.trials) for system in systems]
+    supports: list[Support] = []
+    if config is not None:
+        try:
+            supports = judge_each(config, settings, [(dataset, path) for path in [args.baseline, *args.systems]])
+        except Interrupted as stop:
+            return stopped(stop.status, stop.cached, stop.total, config)
+        for result, support in zip(results, supports[1:]):
+            result[KEY] = compare_support(supports[0], support, args.test, settings, args.trials)
+    if supports and (line := supports[0].check.warning()) is not None:
+        warn(line)
     if args.json:
+        extra = {"support_check": supports[0].check.summary(), "support_signature": supports[0].signature} \
+            if supports else {}
         print(json.dumps({"baseline": args.baseline, "test": args.test,
                           "systems": [{"path": path, "scores": {key: d.as_dict() for key, d in result.items()}}
-                                      for path, result in zip(args.systems, results)]}, ensure_ascii=False, indent=1))
+                                      for path, result in zip(args.systems, results)], **extra},
+                         ensure_ascii=False, indent=1))
         return 0
     print(_heading(args, baseline, settings))
     for path, result in zip(args.systems, results):
@@ -96,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
               "sampling of questions explains.")
     trials = f"+trials-{args.trials}" if args.test == "randomization" else ""
     print(f"signature: {signature([baseline, *systems], settings.describe(), f'test:{args.test}{trials}')}")
+    if supports:
+        print(f"{supports[0].check.line()}\nsupport signature: {supports[0].signature}")
     return 0
 
 

@@ -7,13 +7,15 @@ import json
 import sys
 
 from expmrc.cli.args import add_resampling_arguments
+from expmrc.cli.judge import add_judge_arguments
 from expmrc.data import subsets
 from expmrc.data.datasets import load_dataset
 from expmrc.data.io import check_output_path, write_text_atomic
-from expmrc.errors import ExpmrcError
+from expmrc.errors import ExpmrcError, warn
 from expmrc.metrics.registry import METRICS, select
 from expmrc.scoring.scorer import Report, coverage_warnings, no_match_problem, score_files, signature
 from expmrc.scoring.stats import Resampling, intervals
+from expmrc.scoring.support import Support
 
 _HELP = """\
 Score one or more submissions with the leaderboard's metric (the same numbers as eval_expmrc.py),
@@ -40,6 +42,10 @@ overall are absent ("n/a" here, null with --json), never 0.
 gives the same interval); the text, --json ("CI" in each result) and the signature say how it was
 drawn. To tell whether two submissions differ, use `expmrc compare` (a paired test). See
 docs/scoring.md, "Confidence intervals and significance".
+
+--judge nli|chat --judge-model NAME adds the support rate beside the scores: whether each question's
+evidence supports its answer, judged by an NLI or a chat model, with the check of the judge (as
+`expmrc judge` gives it; --details then holds each question's label). See docs/coupling.md.
 
 examples:
   expmrc evaluate squad sub/squad.json --ci
@@ -68,14 +74,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ci", action="store_true",
                         help="add a confidence interval to every figure, from a bootstrap over questions")
     add_resampling_arguments(parser, "with --ci: how many resamples of the questions")
+    add_judge_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from expmrc.cli.judge import judge_config, judge_each, stopped
+    from expmrc.llm.fetch import Interrupted
+
     if len(args.pairs) % 2:
         raise ExpmrcError(f"expected DATASET PREDICTIONS pairs, got {len(args.pairs)} paths (an odd number)")
     if args.details:
         check_output_path(args.details, "file", inputs=args.pairs)
-    reports = []
+    config = judge_config(args) if args.judge else None
+    reports, datasets = [], []
     for dataset_arg, prediction_path in zip(args.pairs[::2], args.pairs[1::2]):
         dataset = load_dataset(dataset_arg, args.subset)
         report = score_files(dataset, prediction_path, select(args.metrics, dataset), answers_only=True)
@@ -84,18 +95,30 @@ def run(args: argparse.Namespace) -> int:
         for line in coverage_warnings(report):
             print(line, file=sys.stderr)
         reports.append(report)
+        datasets.append(dataset)
     settings = _resampling(args)
+    supports: list[Support | None] = [None] * len(reports)
+    if config is not None:
+        try:
+            supports = list(judge_each(config, settings or Resampling(), [(d, r.prediction_path)
+                                                                          for d, r in zip(datasets, reports)]))
+        except Interrupted as stop:
+            return stopped(stop.status, stop.cached, stop.total, config)
     ci = [intervals(r, settings) for r in reports] if settings else [{} for _ in reports]
     sig = signature(reports, settings.describe()) if settings else signature(reports)
     if args.details:
         lines = []
-        for report in reports:
-            for record in report.details():
-                lines.append(json.dumps({"subset": report.subset, "predictions": report.prediction_path, **record},
-                                        ensure_ascii=False))
+        for report, support in zip(reports, supports):
+            labels = [None] * report.total if support is None else support.details()
+            for record, label in zip(report.details(), labels):
+                extra = {} if label is None else {"support": {k: label[k] for k in ("label", "probability", "reply",
+                                                                                   "note")}}
+                lines.append(json.dumps({"subset": report.subset, "predictions": report.prediction_path, **record,
+                                         **extra}, ensure_ascii=False))
         write_text_atomic(args.details, "\n".join(lines) + "\n")
     if args.json:
-        results = [{**r.summary(), **({"CI": _rounded(c)} if settings else {})} for r, c in zip(reports, ci)]
+        results = [{**r.summary(), **({"CI": _rounded(c)} if settings else {}),
+                    **({"support": s.summary()} if s is not None else {})} for r, c, s in zip(reports, ci, supports)]
         extra = {"ci": settings.as_dict()} if settings else {}
         print(json.dumps({"results": results, **extra, "signature": sig}, ensure_ascii=False, indent=1))
         return 0
@@ -114,13 +137,25 @@ def run(args: argparse.Namespace) -> int:
                                                                      for k, v in figures.items()))
         for note in r.notes():
             print(f"note: {note}")
+    _print_support(supports)
     for r in reports:
         print(f"\n{r.subset} ({r.prediction_path}) by question type:")
         print(_table(["type", "count", "ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"], 1,
                      [[name, str(v["count"]), *(_figure(v[k]) for k in ("ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1"))]
                       for name, v in r.by_type().items()]))
     print(f"\nsignature: {sig}")
+    for line in dict.fromkeys(s.signature for s in supports if s is not None):
+        print(f"support signature: {line}")
     return 0
+
+
+def _print_support(supports: list[Support | None]) -> None:
+    """Each judged submission's support lines and the check's warning."""
+    for support in supports:
+        if support is not None:
+            print("\n" + "\n".join(support.lines()))
+            if (line := support.check.warning()) is not None:
+                warn(line)
 
 
 def _resampling(args: argparse.Namespace) -> Resampling | None:

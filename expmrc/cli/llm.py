@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
+from typing import Any
 
 from expmrc.cli.args import integer_in, number_in
+from expmrc.cli.judge import add_judge_arguments
 from expmrc.data import subsets
 from expmrc.llm.backends import BACKENDS
 from expmrc.llm.citations import FORMS
@@ -32,6 +35,10 @@ reply and reasoning, parsed fields and parse status, grounding, tokens, latency,
 it came from the cache), run_info.json (model, backend, URL without secrets, the server's own model id
 and system_fingerprint, template and its hash, system prompt, shots, sampling, versions, tokens, cost)
 and scores.json; with --limit also dataset.json, exactly the questions asked, for eval_expmrc.py.
+
+--judge nli|chat --judge-model NAME asks, after grounding, whether each grounded evidence supports its
+answer (as `expmrc judge` does, with the check of the judge): scores.json gets the support rate,
+responses.jsonl each question's label, run_info.json the judge's signature.
 
 --samples N (with --temperature above 0) asks N replies per question and keeps the majority answer,
 with the evidence of its best-grounded reply; the agreement rate goes in the record (self-consistency).
@@ -142,6 +149,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--export-batch", metavar="FILE", help="write the requests as OpenAI Batch JSONL and stop")
     parser.add_argument("--import-batch", metavar="FILE", help="take the replies from an OpenAI Batch output file")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_judge_arguments(parser)
 
 
 def resume_command(args: argparse.Namespace) -> str:
@@ -174,14 +182,37 @@ def stopped_line(args: argparse.Namespace, config: LLMConfig, status: int, cache
     return f"{word}: {cached} of {total} replies are cached in {where}; resume with: {resume_command(args)}"
 
 
+def support_judge(args: argparse.Namespace, config: LLMConfig) -> Any:
+    """--judge: the judge loaded (or its backend made) before any request, and what judges the grounded run."""
+    from expmrc.cli.judge import judge_config
+    from expmrc.data.runs import LLM_GROUNDED
+    from expmrc.llm.judges import judge_submissions, make_judge
+    from expmrc.scoring.stats import Resampling
+    from expmrc.text.grounding import MISSING
+
+    settings = judge_config(args)
+    judge = make_judge(settings)
+
+    def judged(dataset: Any, grounded: dict[str, Any], details: dict[str, Any]) -> Any:
+        statuses = {q.qid: (details.get(q.qid) or {}).get("evidence", {}).get("status", MISSING)
+                    for q in dataset.questions}
+        path = os.path.join(config.run_dir, LLM_GROUNDED)
+        return judge_submissions(dataset, [(path, grounded, statuses)], judge, settings.statement, Resampling())[0]
+    return judged
+
+
 def run(args: argparse.Namespace) -> int:
-    from expmrc.errors import Terminated
+    from expmrc.errors import ExpmrcError, Terminated
     from expmrc.llm import run as llm
     from expmrc.llm.fetch import Interrupted
 
     start = time.time()
     config = LLMConfig.from_flags({**vars(args), "command": tuple(getattr(args, "command_line", ()) or ())})
+    if args.judge and config.export_batch:
+        raise ExpmrcError("--judge with --export-batch: nothing is judged until the replies are imported "
+                          "(--import-batch)")
     prepared = llm.prepare(config)
+    judged = support_judge(args, config) if args.judge else None
     if config.export_batch:
         from expmrc.llm.batch import export_batch
 
@@ -198,7 +229,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"{word} before any request was sent; rerun with: {resume_command(args)}", file=sys.stderr)
         return status
     try:
-        lines = llm.finish(config, prepared, fetched, backend, start)
+        lines = llm.finish(config, prepared, fetched, backend, start, judged)
+    except Interrupted as stop:  # the chat judge's replies: every one received is cached
+        print(f"{'interrupted' if stop.status == 130 else 'terminated'}: {stop.cached} of {stop.total} judge replies "
+              f"cached; resume with: {resume_command(args)}", file=sys.stderr)
+        return stop.status
     except (KeyboardInterrupt, Terminated) as exc:
         status = 130 if isinstance(exc, KeyboardInterrupt) else 143
         kept = sum(r.cacheable for r in fetched.replies.values())

@@ -29,7 +29,9 @@ choice, the scores; filters by quadrant, question type and score range, search b
 sorting by any score. With two submissions, both predictions on the same passage and the score
 differences B - A, sortable, and in the summary the paired bootstrap test of B against A per score
 (as `expmrc compare` gives it) with the questions that decide the difference (the largest gains and
-losses of B). docs/report.md explains the page.
+losses of B). With --judge-details (a file of `expmrc judge --details` per submission, in order),
+each question shows the judge's support label beside the submission's evidence and the summary the
+support rate. docs/report.md explains the page.
 
 examples:
   expmrc report squad sample_submission/squad.json --output squad-report.html
@@ -71,16 +73,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--evidence-threshold", type=_fraction, default=EVIDENCE_THRESHOLD, metavar="T",
                         help="evidence is good when its F1 is >= T (default %(default)s)")
     parser.add_argument("--title", help="the page's title (default: the subset and the submissions' names)")
+    parser.add_argument("--judge-details", action="append", default=[], metavar="FILE.jsonl",
+                        help="a judge's labels of a submission (`expmrc judge --details`), shown beside its evidence; "
+                             "once per submission, in their order")
 
 
 def run(args: argparse.Namespace) -> int:
     if len(args.submissions) > 2:
         raise ExpmrcError(f"a report shows one submission or compares two; got {len(args.submissions)}")
     check_output(args.output)
-    check_output_path(args.output, "file", inputs=[resolve_dataset_path(args.dataset), *args.submissions])
+    check_output_path(args.output, "file", inputs=[resolve_dataset_path(args.dataset), *args.submissions,
+                                                   *args.judge_details])
     html, submissions = build_report(args.dataset, args.submissions, subset=args.subset, metric_names=args.metrics,
                                      names=args.names, answer_threshold=args.answer_threshold,
-                                     evidence_threshold=args.evidence_threshold, title=args.title)
+                                     evidence_threshold=args.evidence_threshold, title=args.title,
+                                     judge_details=args.judge_details)
     for sub in submissions:
         for line in coverage_warnings(sub.report):
             print(line, file=sys.stderr)

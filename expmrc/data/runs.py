@@ -13,15 +13,19 @@ A baseline (training) run:
       predict-only/          run_info.json and predictions of a --do_predict run without --do_train into the
                              folder of a training run, whose own record and predictions are kept
       faithfulness.json      `expmrc faithfulness RUN_DIR DEV --output RUN_DIR/faithfulness.json`, read by collect
+      support.json           `expmrc judge DEV RUN_DIR/dev_predictions.json ... --output RUN_DIR/support.json`: the
+                             support rate, its check and the judge's record (kind `judge`), read by collect
     and with --select_and_forget (expmrc/training/select_forget.py; `model/` is then the selector):
       selected_evidence.json the selector's evidence span chosen for each training question
       answerer/              the fine-tuned answerer, trained on the evidence alone
       answerer-training/     its checkpoints/ (removed like the selector's) and train_log.jsonl
 
 An `expmrc llm` run: run_info.json, predictions.json, grounded.json, responses.jsonl, scores.json and, with
---limit, dataset.json (exactly the questions asked), written in one rename.
+--limit, dataset.json (exactly the questions asked), written in one rename; with --judge, scores.json holds the
+support rate and responses.jsonl each question's label.
 
-The record (`RunRecord`) says which kind of run it is (`baseline` or `llm`), carries `schema` (`SCHEMA`,
+The record (`RunRecord`) says which kind of run it is (`baseline`, `llm`, or `judge`: the record an `expmrc judge
+--output` file keeps under `record`), carries `schema` (`SCHEMA`,
 raised when its meaning changes), `environment` (package versions, the git commit of a checkout, the device)
 and `command` (the command line that started the run), the run's own settings and results, and its `status`:
 "running" when a run starts, then "finished", "failed" with the error, or "interrupted" (Ctrl-C or SIGTERM)
@@ -59,6 +63,7 @@ ANSWERER_DIR = "answerer"
 ANSWERER_RUN_DIR = "answerer-training"
 PREDICT_ONLY_DIR = "predict-only"
 FAITHFULNESS_FILE = "faithfulness.json"
+SUPPORT_FILE = "support.json"
 LLM_PREDICTIONS = "predictions.json"
 LLM_GROUNDED = "grounded.json"
 LLM_RESPONSES = "responses.jsonl"
@@ -69,7 +74,7 @@ LLM_FILES = (RUN_INFO, LLM_PREDICTIONS, LLM_GROUNDED, LLM_RESPONSES, LLM_SCORES,
 # 3: one record for training and LLM runs (`kind`, `command`); 2: `settings` from the task layer, `schema` and
 # `environment`; 1 (or none): earlier training records, and the LLM records before this one
 SCHEMA = 3
-KINDS = ("baseline", "llm")
+KINDS = ("baseline", "llm", "judge")
 PACKAGES = ("torch", "transformers", "accelerate", "tokenizers", "numpy", "openai")
 COMMON = ("schema", "kind", "status", "environment", "command")  # the keys every record has
 

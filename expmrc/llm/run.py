@@ -10,6 +10,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,9 @@ from expmrc.llm.parsing import STATUSES, Parsed, parse_reply, strip_reasoning
 from expmrc.llm.prompts import PromptTemplate
 from expmrc.llm.samples import Choice, agreement_summary, choose, request_ids, sample_grounding
 from expmrc.llm.shots import Shot
+from expmrc.scoring.support import Support
+
+Judged = Callable[[Dataset, dict[str, Any], dict[str, Any]], Support]  # (dataset, grounded, grounding details)
 
 MAX_PARSED_CHARS = 200_000  # a reply longer than this (reasoning blocks aside) is refused, not parsed
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -328,8 +332,10 @@ def vote(prepared: Prepared, parsed: dict[str, Parsed], cited: dict[str, Citatio
     return choose(prepared.asked, parsed, details, prepared.dataset.kind), details
 
 
-def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backend | None, started: float) -> list[str]:
-    """Parse, vote, ground, score and write the run folder; return the lines to print."""
+def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backend | None, started: float,
+           judged: Judged | None = None) -> list[str]:
+    """Parse, vote, ground, score, judge the grounded evidence's support (`judged`, with --judge) and write the run
+    folder; return the lines to print."""
     dataset = prepared.dataset
     parsed, cited = parse_requests(prepared, fetched.replies)
     choices, sample_details = vote(prepared, parsed, cited)
@@ -338,9 +344,12 @@ def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backe
     final_cited = {qid: cited[rid] for qid, rid in chosen.items()} if cited else None
     submission = submission_of(final)
     grounded, details, grounding = ground(dataset, submission, final_cited)
+    support = judged(dataset, grounded, details) if judged is not None else None
     raw_scores, grounded_scores = scores(dataset, submission, "predictions.json"), scores(dataset, grounded, "grounded.json")
     problems = reply_problems(prepared, fetched)
     info = run_info(args, prepared, fetched, backend, parse_counts(final), started, problems, choices)
+    if support is not None:
+        info["support_signature"] = support.signature
     record = RunRecord("llm", info, "finished", Environment.here(backend.device if backend else None),
                        public_command(args.command))
     summary = {"raw": raw_scores, "grounded": grounded_scores, "grounding": grounding, "parse": info["parse"],
@@ -349,11 +358,19 @@ def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backe
     if final_cited is not None:
         summary["citations"] = citation_summary(final_cited)
     records = response_records(prepared, fetched, parsed, details, choices, sample_details)
+    if support is not None:
+        summary["support"] = support.summary()
+        for entry, label in zip(records, support.details()):
+            entry["support"] = {k: v for k, v in label.items() if k not in ("id", "type")}
     files = {LLM_PREDICTIONS: submission, LLM_GROUNDED: grounded, RUN_INFO: record.as_json(), LLM_SCORES: summary}
     if args.limit is not None:
         files[LLM_DATASET] = dataset_document(dataset)
     write_run(args.run_dir, args.overwrite, files, records)
-    return summary_lines(args.run_dir, summary, info)
+    lines = summary_lines(args.run_dir, summary, info)
+    if support is not None:
+        warning = support.check.warning()
+        lines[-1:-1] = support.lines() + ([f"warning: {warning}"] if warning else [])
+    return lines
 
 
 def run_info(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backend | None, parsed: dict[str, int], started: float,

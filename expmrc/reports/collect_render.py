@@ -21,6 +21,7 @@ from expmrc.reports.collect_runs import (
     OUTPUT_FILES,
     PREDICTIONS,
     SCORES,
+    SUPPORT,
     DatasetCache,
     ScoredRun,
 )
@@ -29,8 +30,10 @@ from expmrc.reports.html import load_submissions, render_report
 from expmrc.reports.pages import asset, pyplot, render, svg, write_page
 from expmrc.scoring.stats import ALPHA
 
-METRIC_LABELS = {"answer": "Ans.", "evidence": "Evi.", "overall": "All", "loca": "LOCA", FARM: "FARM(4)"}
-METRIC_NAMES = {"answer": "Answer", "evidence": "Evidence", "overall": "Overall", "loca": "LOCA", FARM: "FARM(4)"}
+METRIC_LABELS = {"answer": "Ans.", "evidence": "Evi.", "overall": "All", "loca": "LOCA", FARM: "FARM(4)",
+                 SUPPORT: "Support"}
+METRIC_NAMES = {"answer": "Answer", "evidence": "Evidence", "overall": "Overall", "loca": "LOCA", FARM: "FARM(4)",
+                SUPPORT: "Support"}
 DIGITS = {FARM: 3}  # decimals in the tables: scores ×100 get 1, FARM (a ratio) 3
 REPORTS_DIR = "reports"  # with --html: one report page per scored run
 INTERVAL_TITLE = ("95% interval over questions (bootstrap of the seeds' mean per question); ★ the best setting "
@@ -93,7 +96,7 @@ def setting_tables(groups: list[Group]) -> tuple[list[str], list[tuple[str, list
 
 
 def interval_cell(group: Group, metric: str) -> str:
-    """`mean [low, high] marker` for the leaderboard's scores; LOCA and FARM(4) get none ("")."""
+    """`mean [low, high] marker` for the leaderboard's scores; LOCA, FARM(4) and Support get none ("")."""
     span = group.intervals.get(metric)
     if metric not in SCORES or span is None:
         return ""
@@ -115,7 +118,8 @@ def markdown_report(groups: list[Group], runs: list[ScoredRun]) -> str:
         "",
         "Scores ×100 on each run's dev set (`expmrc.scoring.scorer`, leaderboard rules). LOCA is the share of "
         "answers inside their evidence (span subsets; multiple choice: its lexical stand-in, docs/coupling.md); "
-        "FARM(4), when asked for, comes from each run's faithfulness.json. Each setting is a model "
+        "FARM(4), when asked for, comes from each run's faithfulness.json, and Support (the share of questions whose "
+        "evidence a judge found to support the answer) from its support.json (`expmrc judge`). Each setting is a model "
         "and λ over seeds; `n` counts the seeds. Runs scored on another dev file than most runs of their subset "
         "stand in rows of their own, labelled with that file.",
         "",
@@ -179,7 +183,7 @@ def run_scores(run: ScoredRun, metrics: tuple[str, ...]) -> list[str]:
 def runs_csv(runs: list[ScoredRun]) -> str:
     """One row per run directory, scored or not, with the reason when it was left out and where it ran (expmrc's
     version, the git commit and the device its record names)."""
-    metrics = FIGURES + ((FARM,) if any(FARM in (r.scores or {}) for r in runs) else ())
+    metrics = FIGURES + tuple(m for m in (FARM, SUPPORT) if any(m in (r.scores or {}) for r in runs))
     rows: list[list] = [["run_dir", "status", "subset", "task", "model", "loss_lambda", "rand_seed", *metrics,
                          "unanswered", "total", "dev_file", "dev_sha256", "note", "expmrc", "git_commit", "device"]]
     for r in runs:

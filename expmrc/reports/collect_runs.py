@@ -23,7 +23,7 @@ from expmrc.data.datasets import Dataset, load_dataset, resolve_dataset_path
 from expmrc.data.io import read_json
 from expmrc.data.runs import FAITHFULNESS_FILE as FAITHFULNESS
 from expmrc.data.runs import PREDICTIONS_FILE as PREDICTIONS
-from expmrc.data.runs import RUN_INFO, Environment, RunRecord
+from expmrc.data.runs import RUN_INFO, SUPPORT_FILE, Environment, RunRecord
 from expmrc.data.submissions import load_submission
 from expmrc.errors import ExpmrcError
 from expmrc.metrics.registry import select
@@ -32,6 +32,7 @@ from expmrc.scoring.scorer import score
 SCORES = ("answer", "evidence", "overall")  # the leaderboard's, plotted in the λ figure
 FIGURES = SCORES + ("loca",)  # LOCA: span subsets by offsets, multiple choice its lexical stand-in
 FARM = "farm4"  # FARM(4) from the run's faithfulness.json, with collect(farm=True)
+SUPPORT = "support"  # the support rate from the run's support.json (`expmrc judge ... --output`), where there is one
 LOCA_KEYS = {"loca": "LOCA", "lexical-loca": "LEX_LOCA"}
 FORMATS = ("md", "csv", "png")
 OUTPUT_FILES = {"md": "table3.md", "csv": "table3.csv", "runs": "runs.csv", "png": "lambda.png", "html": "index.html"}
@@ -196,8 +197,34 @@ def read_run(run_dir: str, datasets: DatasetCache, farm: bool = False,
     if farm:
         run.scores[FARM], note = read_farm(run_dir, report.total)
         notes += [note] if note else []
+    if os.path.exists(os.path.join(run_dir, SUPPORT_FILE)):
+        run.scores[SUPPORT], note = read_support(run_dir, report.total)
+        notes += [note] if note else []
     run.note = "; ".join(notes)
     return run
+
+
+def read_support(run_dir: str, questions: int) -> tuple[float | None, str]:
+    """The support rate from RUN_DIR/support.json when it judged the run's own predictions, else None and why; a
+    rate whose check warned comes with a note saying so."""
+    from expmrc.scoring.support import file_sha256
+
+    path = os.path.join(run_dir, SUPPORT_FILE)
+    try:
+        support = read_json(path, "support record")["support"]
+        rate, count, judged, check = support["rate"], support["questions"], support["predictions_sha256"], support["check"]
+    except (ExpmrcError, KeyError, TypeError) as exc:
+        return None, f"{path}: not what `expmrc judge --output` writes ({exc}), so no support rate"
+    if judged != file_sha256(os.path.join(run_dir, PREDICTIONS)):
+        return None, f"{path}: judged other predictions than the run's {PREDICTIONS}, so no support rate; judge again"
+    if count != questions:
+        return None, f"{path}: covers {count} questions, the predictions {questions}, so no support rate"
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 100:
+        raise ExpmrcError(f"{path}: the support rate must be a number from 0 to 100, got {json.dumps(rate)[:40]}; "
+                          "judge again with `expmrc judge`")
+    warned = f"{path}: the judge's check warned (gap {check.get('gap')} points), so its labels are doubtful" \
+        if isinstance(check, dict) and check.get("warning") else ""
+    return float(rate), warned
 
 
 def read_farm(run_dir: str, questions: int) -> tuple[float | None, str]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from expmrc.data import subsets
 from expmrc.errors import ExpmrcError
-from expmrc.reports.collect_runs import FARM, FIGURES, SCORES, ScoredRun
+from expmrc.reports.collect_runs import FARM, FIGURES, SCORES, SUPPORT, ScoredRun
 from expmrc.scoring import stats
 
 
@@ -75,9 +75,10 @@ class Group:
 
 
 def shown_metrics(groups: list[Group]) -> tuple[str, ...]:
-    """The metrics the tables show: the leaderboard's and LOCA, then FARM(4) when it was asked for."""
-    farm = any(r.scores is not None and FARM in r.scores for g in groups for r in g.runs)
-    return FIGURES + ((FARM,) if farm else ())
+    """The metrics the tables show: the leaderboard's and LOCA, then FARM(4) when it was asked for and the support
+    rate when a run has a support.json."""
+    extra = tuple(m for m in (FARM, SUPPORT) if any(r.scores is not None and m in r.scores for g in groups for r in g.runs))
+    return FIGURES + extra
 
 
 def group_runs(runs: list[ScoredRun]) -> list[Group]:

@@ -31,6 +31,7 @@ from expmrc.reports.llm_replies import attach_llm_replies, llm_run
 from expmrc.reports.pages import asset, json_value, pyplot, render, svg
 from expmrc.scoring.scorer import QuestionScore, Report, no_match_problem, score, signature
 from expmrc.scoring.stats import Resampling, compare
+from expmrc.scoring.support import read_details
 from expmrc.text.locate import Hint, find
 
 ANSWER_THRESHOLD = 0.5  # answer right when its score is at least this (multiple choice: 1 right, 0 wrong)
@@ -52,6 +53,13 @@ class Submission:
     report: Report
     predictions: dict[str, Prediction]
     run: str = ""  # the `expmrc llm` run it comes from (model, template, evidence form), if any
+    support: dict[str, dict[str, Any]] | None = None  # a judge's labels by question id (`--judge-details`)
+
+    def support_rate(self) -> float | None:
+        """100 × the questions the judge labelled supported / the questions, or None unjudged."""
+        if self.support is None:
+            return None
+        return 100.0 * sum(r["label"] == "supported" for r in self.support.values()) / len(self.support)
 
 
 def load_submissions(dataset: Dataset, paths: Sequence[str], metrics: list[Metric],
@@ -243,6 +251,9 @@ def page_data(dataset: Dataset, submissions: list[Submission], answer_threshold:
             scored = sub.report.questions[k]
             texts, more = _predicted(question, passage, sub.predictions.get(question.qid), letter)
             spans += more
+            judged = (sub.support or {}).get(question.qid)
+            texts["support"] = None if judged is None else json_value(
+                {k: judged.get(k) for k in ("label", "probability", "reply", "note")})
             subs.append({**texts, "answered": scored.answered, "extra": json_value(scored.extra),
                          "bestAnswer": _index(gold["answers"], scored.best_answer_reference),
                          "bestEvidence": _index(gold["evidences"], scored.best_evidence_reference)})
@@ -330,6 +341,8 @@ def _summary_rows(submissions: list[Submission]) -> tuple[list[str], list[dict[s
         for key, name in (("ALL_F1", "overall"), ("ANS_F1", "answer"), ("EVI_F1", "evidence"), ("ANS_EM", "exact")):
             figures[key] = sub.report.mean(name)  # printed to 3 decimals, as the leaderboard prints them
         figures.update(json_value(sub.report.extra_figures()))
+        if sub.support is not None:
+            figures["SUPPORT"] = sub.support_rate()
         rows.append({"label": letter, "name": sub.name, "path": sub.report.prediction_path, "figures": figures,
                      "total": sub.report.total, "skipped": sub.report.skipped,
                      "unknown": len(sub.report.unknown_ids)})
@@ -341,8 +354,10 @@ def _summary_rows(submissions: list[Submission]) -> tuple[list[str], list[dict[s
             diff[key] = b - a if numbers else None  # of the figures themselves, as the paired test's Δ
         rows.append({"label": "B − A", "name": "", "path": "", "figures": diff, "total": None, "skipped": None,
                      "unknown": None})
+    judged = ["SUPPORT"] if any(sub.support is not None for sub in submissions) else []
     return ["ALL_F1", "ANS_F1", "EVI_F1", "ANS_EM", *[k for k in extra_keys if k not in ("ALL_F1", "ANS_F1",
-                                                                                          "EVI_F1", "ANS_EM")]], rows
+                                                                                          "EVI_F1", "ANS_EM")],
+            *judged], rows
 
 
 def paired_test(submissions: list[Submission]) -> dict[str, Any] | None:
@@ -394,13 +409,19 @@ def render_report(dataset: Dataset, submissions: list[Submission], answer_thresh
 def build_report(dataset_arg: str, submission_paths: Sequence[str], subset: str | None = None,
                  metric_names: str | None = None, names: Sequence[str] | None = None,
                  answer_threshold: float = ANSWER_THRESHOLD, evidence_threshold: float = EVIDENCE_THRESHOLD,
-                 title: str | None = None) -> tuple[str, list[Submission]]:
+                 title: str | None = None, judge_details: Sequence[str] = ()) -> tuple[str, list[Submission]]:
     """Load a dataset and one or two submissions, score them and render the page (not written yet).
 
-    `metric_names` chooses the extra metrics as `evaluate --metrics` does (None: the subset's defaults).
+    `metric_names` chooses the extra metrics as `evaluate --metrics` does (None: the subset's defaults);
+    `judge_details`, a judge's details file per submission in order (`expmrc judge --details`), shows each
+    question's support label beside its evidence.
     """
     check_threshold(answer_threshold, "answer")
     check_threshold(evidence_threshold, "evidence")
+    if len(judge_details) > len(submission_paths):
+        raise ExpmrcError(f"--judge-details gives {len(judge_details)} files for {len(submission_paths)} submission(s)")
     dataset = load_dataset(dataset_arg, subset)
     submissions = load_submissions(dataset, submission_paths, select(metric_names, dataset), names)
+    for sub, path in zip(submissions, judge_details):
+        sub.support = read_details(path, dataset)
     return render_report(dataset, submissions, answer_threshold, evidence_threshold, title), submissions

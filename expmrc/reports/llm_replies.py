@@ -1,7 +1,7 @@
 """LLM replies on `expmrc report` pages: for a submission inside an `expmrc llm` run folder, the page names
 the run (model, template, evidence form: quoted or cited by sentence number) and each question shows the raw
 reply, the parsed answer and its parse status, the grounding status of each field with its changes (reworded
-or altered) and, for the ids form, the sentences cited."""
+or altered), for the ids form the sentences cited, and the support judge's label of a run judged with --judge."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ def llm_replies(submission_path: str) -> dict[str, dict[str, Any]]:
                    for key, value in grounding.items() if value.get("changes")},
                 **_citations(grounding.get("evidence") or {}),
                 "raw reply": record.get("reply"),
+                **({"support": record["support"]["label"]} if record.get("support") else {}),  # llm --judge
             }
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise ExpmrcError(f"{path}: line {number}: not an `expmrc llm` "

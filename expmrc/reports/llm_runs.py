@@ -4,7 +4,7 @@ evidence missing / unverified / altered / reworded, the verbatim and untrustwort
 read from the scores.json each run wrote. A run recorded before grounding's one rule (its summary has no
 `reworded` count: a `fuzzy` quote was then replaced by passage text and counted as trustworthy) shows the counts
 it has and no rates, with a note. A run whose record is not `finished`, or whose files are damaged, is left out
-with its reason, as a training run is."""
+with its reason, as a training run is. A run judged with --judge shows its support rate and its check's gap."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from expmrc.text.grounding import ALTERED, MISSING, REWORDED, UNVERIFIED
 TABLE = "llm_runs.md"
 COLUMNS = ("run", "subset", "model", "backend", "template", "shots", "parse failed", "raw All", "grounded All",
            "grounded Ans.", "grounded Evi.", "evi. missing/unverified/altered/reworded", "verbatim evi. %",
-           "untrustworthy evi. %", "environment")
+           "untrustworthy evi. %", "support %", "environment")
 OLD_RULE = "recorded before grounding's one rule"
 
 
@@ -40,7 +40,7 @@ def llm_row(run_dir: str, record: RunRecord) -> list[str]:
         return [run_dir, str(record.get("subset")), str(record.get("model")), str(record.get("backend")),
                 str(record.get("template")["name"]), shots, f"{scores['parse']['failed']}/{scores['questions']}",
                 _f(raw["ALL_F1"]), _f(grounded["ALL_F1"]), _f(grounded["ANS_F1"]), _f(grounded["EVI_F1"]),
-                counts + ("" if current or counts == "-" else f" ({OLD_RULE})"), *rates,
+                counts + ("" if current or counts == "-" else f" ({OLD_RULE})"), *rates, _support(scores.get("support")),
                 record.environment.summary() if record.environment else "-"]
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise ExpmrcError(f"{path} or {os.path.join(run_dir, RUN_INFO)}: not what `expmrc llm` writes "
@@ -52,6 +52,15 @@ def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"a score is {json.dumps(value)[:40]}, not a finite number")
     return float(value)
+
+
+def _support(support: Any) -> str:
+    """`rate (check gap N)` of a run judged with --judge, `rate (check gap N!)` when the check warned, else "-"."""
+    if support is None:
+        return "-"
+    check = support["check"]
+    gap = "n/a" if check["gap"] is None else f"{check['gap']:.0f}" + ("!" if check["warning"] else "")
+    return f"{_f(support['rate'])} (check gap {gap})"
 
 
 def _f(value: Any) -> str:
@@ -83,6 +92,9 @@ def llm_table(rows: list[list[str]], left_out: list[tuple[str, str, str]]) -> st
              "|" + " --- |" * len(COLUMNS)] + ["| " + " | ".join(row) + " |" for row in rows]
     if any("(dev set)" in row[5] for row in rows):
         lines += ["", "(dev set): few-shot examples were drawn from the dev set being scored (declare it)."]
+    if any("!)" in row[COLUMNS.index("support %")] for row in rows):
+        lines += ["", "support % (check gap N!): the judge did not separate the gold evidence from another passage "
+                  "sentence by 30 points on these questions; its labels cannot be trusted there."]
     if any(OLD_RULE in row[11] for row in rows):
         lines += ["", f"({OLD_RULE}): the run's grounding replaced quotes with changed words (then `fuzzy`) by the "
                   "passage text and counted them as trustworthy, so its rates are not comparable and are not shown; "

@@ -47,3 +47,17 @@ def test_llm_help_lists_every_backend_with_its_summary_and_every_subset():
     for name, kind in BACKENDS.items():
         assert flat(f"{name}: {kind.summary}") in page, name
     assert f"SUBSET {', '.join(subsets.names())} (the dev set)" in page
+
+
+def test_judge_help_lists_every_judge_and_statement_template_and_the_other_commands_their_judges():
+    from expmrc.llm.judges import JUDGES
+    from expmrc.scoring.support import STATEMENTS
+
+    page = help_page("judge")
+    for name, kind in JUDGES.items():
+        assert flat(f"{name} {kind.summary}") in page, name
+    for name, template in STATEMENTS.items():
+        assert flat(f"{name} {template.language}: {template.text}") in page, name
+    for command in ("evaluate", "compare", "llm"):
+        listed = help_page(command)
+        assert all(flat(f"{name}: {kind.summary}") in listed for name, kind in JUDGES.items()), command

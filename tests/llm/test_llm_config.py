@@ -7,6 +7,7 @@ from dataclasses import MISSING, field, fields, make_dataclass
 
 from expmrc.cli.llm import add_arguments
 from expmrc.llm.config import LLMConfig
+from expmrc.llm.judges import JudgeConfig
 
 
 def parse(*argv: str) -> LLMConfig:
@@ -23,7 +24,9 @@ def test_every_flag_reaches_the_configuration():
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     names = {action.dest for action in parser._actions if action.dest != "help"}
-    assert names <= {f for f in LLMConfig.__dataclass_fields__}  # a flag without a field would be lost
+    judge = {name for name in names if name == "judge" or name.startswith("judge_")}  # --judge: the judge's own
+    assert names - judge <= {f for f in LLMConfig.__dataclass_fields__}  # a flag without a field would be lost
+    assert {name.removeprefix("judge_") for name in judge} <= set(JudgeConfig.__dataclass_fields__)
     config = parse("c3", "--model", "m", "--backend", "transformers", "--top-p", "0.5", "--price", "1,2", "--limit", "3")
     assert (config.backend, config.top_p, config.price, config.limit) == ("transformers", 0.5, (1.0, 2.0), 3)
 

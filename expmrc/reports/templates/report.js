@@ -215,6 +215,13 @@
       row(`${letter} answer`, textCell(sub.answer, sub.notFound.includes("answer") ? false : undefined,
         q.values[letter + ":answer"], answerName));
       row(`${letter} evidence`, textCell(sub.evidence, !sub.notFound.includes("evidence"), q.values[letter + ":evidence"], "F1"));
+      if (sub.support) {  // the judge's label (expmrc judge --details), beside the evidence it judged
+        const judged = sub.support;
+        const said = judged.probability !== null && judged.probability !== undefined ? `P(entailment) ${figure(judged.probability)}`
+          : judged.reply ? `reply: ${judged.reply}` : "";
+        row(`${letter} support`, el("td", {}, el("span", { class: "badge support-" + judged.label }, judged.label),
+          said ? " " + said : "", judged.note ? ` (${judged.note})` : ""));
+      }
       row(`${letter} overall`, el("td", {}, figure(q.values[letter + ":overall"]) + (data.kind === "span" ? `; exact match ${figure(q.values[letter + ":exact"])}` : "")));
       for (const [metric, values] of Object.entries(sub.extra || {})) {
         const text = Object.entries(values || {}).map(([name, value]) => `${name} ${figure(value)}`).join(", ");

@@ -1,0 +1,277 @@
+"""Support judges, one registry (`JUDGES`): does a question's evidence support its answer? A local NLI model
+(expmrc/llm/nli.py), or any chat model through the backends, response cache, retries and hostile-reply
+handling of `expmrc llm`, asked by a versioned prompt in English or Chinese (`JUDGE_PROMPTS`).
+
+`judge_submissions` judges one or more submissions of a dataset together with the check of the judge (the
+pairs of expmrc/scoring/support.py, each distinct pair once) and returns their `Support`s; `judge_record`
+is the run record (`RunRecord`, kind `judge`) kept beside the figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from expmrc.data.datasets import Dataset
+from expmrc.data.runs import Environment, RunRecord
+from expmrc.llm.completion import Reply
+from expmrc.llm.config import LLMConfig
+from expmrc.registry import Registry
+from expmrc.scoring.stats import Resampling
+from expmrc.scoring.support import (CONTRADICTED, NOT_SUPPORTED, SUPPORTED, UNJUDGED, Check, Pair, Support, Verdict,
+                                    check_cases, choose_statement, judged, pairs_of, support_signature, system_cases)
+
+MAX_REPLY = 2000  # characters of a chat judge's reply kept in the details
+
+
+class Judge(Protocol):
+    """What judging asks of a judge (`JUDGES` makes one from a `JudgeConfig`)."""
+
+    name: str
+    device: str | None  # where a local model runs (the record's environment); None for a server
+
+    def identity(self, language: str) -> str: ...  # the signature's part for a dataset of that language
+
+    def record(self) -> dict[str, Any]: ...  # what the run record keeps of the judge
+
+    def judge(self, pairs: list[Pair], language: str) -> list[Verdict]: ...  # one verdict per pair, in order
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """The judge a command was given (`--judge`, `--judge-model` and the connection flags); defaults as `expmrc llm`'s."""
+
+    judge: str
+    model: str
+    statement: str | None = None  # a statement template name (default: the newest of the dataset's language)
+    backend: str = LLMConfig.backend  # the chat judge's: an endpoint, or a local chat model
+    base_url: str = LLMConfig.base_url
+    api_key_env: str = LLMConfig.api_key_env
+    device: str = LLMConfig.device
+    batch_size: int = 32
+    concurrency: int = LLMConfig.concurrency
+    retries: int = LLMConfig.retries
+    backoff: float = LLMConfig.backoff
+    timeout: float = LLMConfig.timeout
+    max_tokens: int = LLMConfig.max_tokens
+    cache: str | None = None
+    no_cache: bool = False
+    quiet: bool = False
+
+    def llm(self) -> LLMConfig:
+        """The chat judge's settings as `expmrc llm`'s, for its backend and cache."""
+        return LLMConfig(subset="", model=self.model, backend=self.backend, base_url=self.base_url,
+                         api_key_env=self.api_key_env, device=self.device, batch_size=self.batch_size,
+                         concurrency=self.concurrency, retries=self.retries, backoff=self.backoff, timeout=self.timeout,
+                         max_tokens=self.max_tokens, cache=self.cache, no_cache=self.no_cache, quiet=self.quiet)
+
+
+# ---------------------------------------------------------------- the chat judge
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    """The chat judge's question, in one language, versioned: `text` with {premise} and {hypothesis}."""
+
+    name: str
+    version: int
+    language: str
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        text = json.dumps([self.name, self.version, self.language, self.text], ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+JUDGE_PROMPTS: Registry[JudgePrompt] = Registry.of("judge prompt", {
+    "judge-en-v1": JudgePrompt("judge-en-v1", 1, "en", (
+        "Decide whether the evidence supports the statement, judging from the evidence alone (not from what you "
+        "know).\n\nEvidence: {premise}\n\nStatement: {hypothesis}\n\nReply with one word: \"supported\" if the "
+        "evidence shows the statement is true, \"contradicted\" if it shows the statement is false, \"unsupported\" "
+        "if it does not say.")),
+    "judge-zh-v1": JudgePrompt("judge-zh-v1", 1, "zh", (
+        "请只根据证据（不要用你自己的知识）判断证据是否支持下面的陈述。\n\n证据：{premise}\n\n陈述：{hypothesis}\n\n"
+        "只回答一个词：证据表明陈述为真，回答“支持”；证据表明陈述为假，回答“矛盾”；证据没有说明，回答“不支持”。")),
+})
+
+_VERDICT_WORDS = re.compile(r"\b(not[\s_-]*supported|unsupported|neutral|contradict(?:ed|s|ion|ory)?|supported)\b|"
+                            r"(不支持|无法支持|未支持|不能支持|矛盾|支持)", re.IGNORECASE)
+
+
+def verdict_label(text: str) -> str | None:
+    """The verdict a reply gives: its last verdict word (a reply may reason before it), or None when it has none."""
+    found = list(_VERDICT_WORDS.finditer(text))
+    if not found:
+        return None
+    word = found[-1].group().lower()
+    if word.startswith(("contradict", "矛盾")):
+        return CONTRADICTED
+    if word in ("supported", "支持"):
+        return SUPPORTED
+    return NOT_SUPPORTED
+
+
+def read_verdict(reply: Reply | None) -> Verdict:
+    """A chat judge's verdict from its reply; no reply, a failed one or one without a verdict is `unjudged`."""
+    from expmrc.llm.parsing import strip_reasoning
+
+    if reply is None:
+        return Verdict(UNJUDGED, note="no reply")
+    if reply.error:
+        return Verdict(UNJUDGED, note=reply.error)
+    text = strip_reasoning(reply.text)
+    label = verdict_label(text)
+    kept = text[:MAX_REPLY]
+    return Verdict(UNJUDGED, reply=kept, note="no verdict in the reply") if label is None else Verdict(label, reply=kept)
+
+
+class ChatJudge:
+    """A chat model as the support judge (`--judge chat`), asked through `expmrc llm`'s backend, cache and fetch."""
+
+    name = "chat"
+
+    def __init__(self, config: JudgeConfig) -> None:
+        from expmrc.llm.run import cache_path, make_backend
+
+        self.settings = config.llm()
+        self.backend = make_backend(self.settings)
+        self.device = self.backend.device
+        self.cache_path = cache_path(self.settings)
+        self.replies = {"sent": 0, "cached": 0}
+        self.prompts: set[str] = set()
+
+    def prompt(self, language: str) -> JudgePrompt:
+        return max((p for p in JUDGE_PROMPTS.values() if p.language == language), key=lambda p: p.version)
+
+    def identity(self, language: str) -> str:
+        """The signature's part: the model, where it answered, the prompt and its hash."""
+        where = self.backend.identity()
+        place = where.get("server") or ((where.get("weights") or {}).get("files") or "local")[:12]
+        prompt = self.prompt(language)
+        return (f"chat+model-{self.settings.model}+{where['backend']}-{place}+prompt-{prompt.name}"
+                f"+sha-{prompt.sha256[:12]}+max-tokens-{self.settings.max_tokens}")
+
+    def record(self) -> dict[str, Any]:
+        from expmrc.llm.backends import BACKENDS, public_url
+
+        remote = BACKENDS.lookup(self.settings.backend).remote
+        return {"judge": self.name, "model": self.settings.model, "backend": self.settings.backend,
+                "base_url": public_url(self.settings.base_url) if remote else None,
+                "api_key_env": self.settings.api_key_env if remote else None,
+                "prompts": {name: JUDGE_PROMPTS[name].sha256 for name in sorted(self.prompts)},
+                "cache": self.cache_path, "replies": dict(self.replies), "max_tokens": self.settings.max_tokens}
+
+    def requests(self, pairs: list[Pair], language: str) -> dict[str, dict[str, Any]]:
+        """One chat-completions body per pair, by request id (greedy: a verdict is not sampled)."""
+        prompt = self.prompt(language)
+        self.prompts.add(prompt.name)
+        return {f"pair-{i}": {"model": self.settings.model, "temperature": 0.0, "top_p": 1.0,
+                              "max_tokens": self.settings.max_tokens, "seed": 0,
+                              "messages": [{"role": "user", "content": prompt.text.format(
+                                  premise=pair.premise, hypothesis=pair.hypothesis)}]}
+                for i, pair in enumerate(pairs)}
+
+    def judge(self, pairs: list[Pair], language: str) -> list[Verdict]:
+        """A verdict per pair: replies from the cache where it holds them, else asked (and cached as they come);
+        Ctrl-C or SIGTERM raise expmrc.llm.fetch.Interrupted with every reply received cached."""
+        from expmrc.llm.cache import ResponseCache
+        from expmrc.llm.fetch import fetch
+
+        if not pairs:
+            return []
+        requests = self.requests(pairs, language)
+        cache = ResponseCache(self.cache_path) if self.cache_path else None
+        try:
+            self.backend.check(next(iter(requests.values())))
+            fetched = fetch(requests, self.backend, cache, self.settings.concurrency, progress=not self.settings.quiet,
+                            wait=self.settings.timeout)
+        finally:
+            if cache is not None:
+                cache.close()
+        self.replies["sent"] += len(fetched.replies) - len(fetched.cached)
+        self.replies["cached"] += len(fetched.cached)
+        return [read_verdict(fetched.replies.get(rid)) for rid in requests]
+
+
+# ---------------------------------------------------------------- the registry
+
+
+@dataclass(frozen=True)
+class JudgeKind:
+    """A registered judge: how it is made from the flags, and one line for --help."""
+
+    make: Callable[[JudgeConfig], Judge]
+    summary: str
+
+
+def _nli(config: JudgeConfig) -> Judge:
+    from expmrc.llm.nli import NLIJudge
+
+    return NLIJudge(config.model, config.batch_size, config.device, progress=not config.quiet)
+
+
+JUDGES: Registry[JudgeKind] = Registry.of("judge", {
+    "nli": JudgeKind(_nli, "a local NLI model (a folder or Hub id) whose config names an entailment label; "
+                           "batched, on the GPU when there is one"),
+    "chat": JudgeKind(ChatJudge, "any chat model through `expmrc llm`'s backends (an OpenAI-compatible endpoint, or "
+                                 "--backend transformers), its response cache and retries; prompts in English and "
+                                 "Chinese"),
+})
+
+
+def make_judge(config: JudgeConfig) -> Judge:
+    """The judge the flags name, loaded (an NLI model) or connected (a chat model's backend), before any work."""
+    return JUDGES.lookup(config.judge, "--judge: ").make(config)
+
+
+# ---------------------------------------------------------------- judging submissions
+
+
+def grounding_statuses(dataset: Dataset, submission: dict[str, Any], source: str) -> dict[str, str]:
+    """Each question's evidence grounding status (expmrc.text.grounding; a question left out is `missing`); a
+    submission for another subset is refused in one line naming `source`."""
+    from expmrc.text.grounding import MISSING, ground_submission
+
+    found = {d["id"]: d["evidence"]["status"] for d in ground_submission(dataset, submission, source=source).details}
+    return {q.qid: found.get(q.qid, MISSING) for q in dataset.questions}
+
+
+def judge_submissions(dataset: Dataset, submissions: Sequence[tuple[str, dict[str, Any], dict[str, str] | None]],
+                      judge: Judge, statement: str | None, settings: Resampling) -> list[Support]:
+    """Judge every (path, submission, grounding statuses or None) on `dataset`, with the check of the judge, each
+    distinct pair once; statuses not given are found by grounding the submission."""
+    template = choose_statement(statement, dataset.language)
+    systems = []
+    for path, submission, statuses in submissions:
+        cases = system_cases(dataset, submission, template, path)
+        statuses = statuses if statuses is not None else grounding_statuses(dataset, submission, path)
+        for case in cases:
+            case.grounding = statuses.get(case.qid)
+        systems.append((path, cases))
+    gold, other = check_cases(dataset, template, settings.seed)
+    pairs = pairs_of(gold, other, *(cases for _, cases in systems))
+    verdicts = dict(zip(pairs, judge.judge(pairs, dataset.language)))
+    check = Check(judged(gold, verdicts), judged(other, verdicts))
+    signature = support_signature(judge.identity(dataset.language), template, settings.seed, settings)
+    return [Support(dataset.subset, dataset.path, path, judged(cases, verdicts), check, settings, signature, template)
+            for path, cases in systems]
+
+
+def judge_record(judge: Judge, supports: Sequence[Support], started: float,
+                 command: Sequence[str] | None) -> RunRecord:
+    """The run record of a judging run: the judge, the statement template, what was judged and how long it took."""
+    first = supports[0]
+    template = first.statement
+    settings = {"judge": judge.record(),
+                "statement": None if template is None else {"name": template.name, "sha256": template.sha256},
+                "subset": first.subset, "dataset": first.dataset_path,
+                "predictions": [s.predictions_path for s in supports], "questions": first.total,
+                "rates": [round(s.rate(), 3) for s in supports], "check": first.check.summary(),
+                "signature": first.signature, "seconds": round(time.time() - started, 3)}
+    return RunRecord("judge", settings, "finished", Environment.here(judge.device), list(command) if command else None)
