@@ -30,7 +30,7 @@ nltk_version="$("$PYTHON" -c 'import nltk; print(nltk.__version__)')"
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d "$CARRY/whl" "nltk==$nltk_version"
 cp -r "$NLTK_SOURCE" "$CARRY/nltk_data"
-PYTHONPATH="$ROOT" "$PYTHON" -m expmrc.cli pseudo --subset cmrc2018 "$SHARED_DATA/train/cmrc2018-train.json" \
+NLTK_DATA="$NLTK_SOURCE" PYTHONPATH="$ROOT" "$PYTHON" -m expmrc.cli pseudo --subset cmrc2018 "$SHARED_DATA/train/cmrc2018-train.json" \
   --output "$CARRY/data/train-pseudo-cmrc2018.json" | tail -n 3
 cp "$SHARED_DATA/expmrc/cmrc2018/expmrc-cmrc2018-dev.json" "$CARRY/data/expmrc/cmrc2018/"
 "$PYTHON" - "$CARRY/vocab.txt" "$SHARED_DATA/train/cmrc2018-train.json" "$CARRY/data/expmrc/cmrc2018/expmrc-cmrc2018-dev.json" <<'EOF'

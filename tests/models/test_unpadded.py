@@ -66,7 +66,7 @@ def outputs(model, batch, path: str, train: bool = False):
 
 def largest_difference(first: dict, second: dict) -> float:
     assert first.keys() == second.keys()
-    return max(float((first[k] - second[k]).abs().max()) for k in first)
+    return max(float((first[k] - second[k]).detach().abs().max()) for k in first)
 
 
 @pytest.mark.parametrize("task", ["span", "choice"])
@@ -105,23 +105,27 @@ def test_choice_rows_are_flattened_with_their_lengths_counted_on_the_host():
     assert 1 in moved["row_lengths"]  # a padded option: one token (the loader's "never attends to none")
 
 
-def synthetic_batch(lengths: list[int], length: int, vocabulary: int, seed: int = 0) -> dict[str, torch.Tensor]:
-    """A span batch of random ids with these real lengths (0 rows allowed), every real position allowed."""
+def synthetic_batch(lengths: list[int], length: int, vocabulary: int, seed: int = 0, pad: int = 0,
+                    left: bool = False) -> dict[str, torch.Tensor]:
+    """A span batch of random ids with these real lengths, padded on the right (or the `left`), every real
+    position allowed."""
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(5, vocabulary, (len(lengths), length), generator=g)
     mask = torch.zeros(len(lengths), length, dtype=torch.long)
     for row, n in enumerate(lengths):
-        mask[row, :n] = 1
-    ids = ids.masked_fill(mask == 0, 0)
+        mask[row, length - n:] = 1 if left else 0
+        mask[row, :n] = 0 if left else 1
+    ids = ids.masked_fill(mask == 0, pad)
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids),
             "passage_mask": mask.clone()}
 
 
-@pytest.mark.parametrize("lengths", [[24, 24, 24], [1, 24, 1, 9], [1, 1]], ids=["no padding", "one-token rows",
-                                                                                "only one-token rows"])
-def test_batches_without_padding_and_with_one_token_rows(lengths):
+@pytest.mark.parametrize("lengths, left", [([24, 24, 24], False), ([1, 24, 1, 9], False), ([1, 1], False),
+                                           ([3, 24, 11], True)],
+                         ids=["no padding", "one-token rows", "only one-token rows", "padded on the left"])
+def test_batches_without_padding_with_one_token_rows_or_padded_on_the_left(lengths, left):
     model, _ = loaded("roberta", "span")
-    batch = synthetic_batch(lengths, 24, model.config.vocab_size)
+    batch = synthetic_batch(lengths, 24, model.config.vocab_size, pad=model.config.pad_token_id, left=left)
     padded, _ = outputs(model, batch, "padded")
     moved = to_device(batch, torch.device("cpu"))
     assert ("row_lengths" in moved) == (min(lengths) < 24) and (moved["attention_mask"] is None) == (min(lengths) == 24)
@@ -156,7 +160,8 @@ def test_attention_dropout_drops_probabilities_and_keeps_their_expectation():
     plain = varlen_attention(q, k, v, packing, 2, 0.0, 8 ** -0.5)
     draws = torch.stack([varlen_attention(q, k, v, packing, 2, 0.3, 8 ** -0.5) for _ in range(4000)])
     assert not torch.allclose(draws[0], draws[1])
-    assert torch.allclose(draws.mean(0), plain, atol=0.05)
+    error = draws.std(0) / len(draws) ** 0.5  # the standard error of the mean of the draws
+    assert ((draws.mean(0) - plain).abs() <= 5 * error + 1e-6).all()
     # the one-token row attends to itself with probability 1: each head's output is dropped or scaled by 1/0.7
     alone = draws[:, 5].reshape(4000, 2, 8)
     kept = (alone.abs().sum(-1) > 0)
@@ -181,7 +186,17 @@ def test_an_unpadded_step_reads_nothing_back_when_the_host_counted_the_lengths()
         model.zero_grad(set_to_none=True)
 
     assert scalar_reads(lambda: step(moved)) == 0
-    assert scalar_reads(lambda: step({k: v for k, v in moved.items() if k != "row_lengths"})) > 0  # can fail
+
+
+def test_packing_with_the_host_s_lengths_never_reads_the_mask():
+    """A mask on the meta device has no values to read: packing works from the host's counts alone, and without
+    them it has to read the mask (on a GPU, a wait for the device)."""
+    mask = torch.ones(3, 4, dtype=torch.long, device="meta")
+    packing = pack(mask, 3, 4, torch.device("cpu"), row_lengths=(4, 2, 3))
+    assert packing.lengths == (4, 2, 3) and packing.cu_lengths.tolist() == [0, 4, 6, 9]
+    assert packing.index.shape == (9,)
+    with pytest.raises((NotImplementedError, RuntimeError)):
+        pack(mask, 3, 4, torch.device("cpu"))
 
 
 class CountingBackend:
