@@ -39,13 +39,15 @@ from expmrc.errors import ExpmrcError
 
 ATTENTION_MODES = ("auto", "padded", "unpadded")
 # What `--attention auto` picks on each kind of device, and the measurement that decided it (docs/benchmarks.md,
-# "Attention without padding"). CUDA: unpadded until the GPU measurement of that section says otherwise; it needs
-# bf16/fp16 autocast (FlashAttention's kernel), so auto keeps the padded path in FP32. TPUs (XLA) compile one
-# graph per shape, and a token count that changes every batch would recompile every step; MPS is unmeasured.
-AUTO_ATTENTION = {"cuda": "unpadded", "cpu": "unpadded", "mps": "padded", "xla": "padded"}
+# "Attention without padding and fused kernels"). CUDA: unpadded until the GPU measurement of that section says
+# otherwise; it needs bf16/fp16 autocast (FlashAttention's kernel), so auto keeps the padded path in FP32. CPU:
+# no measurable difference at the CMRC 2018 run's lengths (length-grouped batches pad 0.4%), so the library's
+# own path. TPUs (XLA) compile one graph per shape, and a token count that changes every batch would recompile
+# every step; MPS is unmeasured.
+AUTO_ATTENTION = {"cuda": "unpadded", "cpu": "padded", "mps": "padded", "xla": "padded"}
 AUTO_SOURCES = {
     "cuda": "to be measured on a GPU (devcheck/run.sh step b); unpadded until then",
-    "cpu": "benchmarks/bench_unpadded.py on the CPU (docs/benchmarks.md)",
+    "cpu": "benchmarks/bench_unpadded.py found no difference at real lengths (docs/benchmarks.md)",
     "mps": "not measured: the library's padded path",
     "xla": "one XLA graph per batch shape: padded",
 }
