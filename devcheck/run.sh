@@ -153,8 +153,11 @@ EOF
   cp "$2/run_info.json" "$OUT/$1.run_info.json" 2>/dev/null
 }
 
-TINY_ARGS=""
-if [ "$TINY" = 1 ]; then TINY_ARGS="--max_steps 6 --max_seq_length 128 --train_batch_size 8 --predict_batch_size 64"; fi
+TINY_ARGS="" AS_ON_CUDA=""
+if [ "$TINY" = 1 ]; then
+  TINY_ARGS="--max_steps 6 --max_seq_length 128 --train_batch_size 8 --predict_batch_size 64"
+  AS_ON_CUDA="--attention unpadded"  # what auto takes on CUDA (on a CPU it takes the padded path)
+fi
 release_run() {  # release_run NAME CAP MIN EXTRA_ARGS: scripts/run_cmrc2018.sh into WORK/runs/NAME
   local extra="$TINY_ARGS $4"
   run_step "$1" "$2" "$3" env PLM_PATH="$MODEL" DATA_PATH="$DATA" MODEL_PATH="$WORK/runs/$1" EXTRA_ARGS="$extra" \
@@ -174,8 +177,8 @@ grep '^|\|^device\|^agreement\|^- \|throughput' "$OUT/ab-unpadded.log" | tee -a 
 # ---- c1, c2: the release's CMRC 2018 run --------------------------------------------------------------------------
 note ""
 note "## c. scripts/run_cmrc2018.sh (2 epochs, 512 tokens, batch 32, mixed precision auto)"
-release_run c1-as-released 160 70 ""
-release_run c2-fused-kernels 180 80 "--fused_kernels True"
+release_run c1-as-released 160 70 "$AS_ON_CUDA"
+release_run c2-fused-kernels 180 80 "$AS_ON_CUDA --fused_kernels True"
 
 # ---- d: where a step's time goes ----------------------------------------------------------------------------------
 note ""

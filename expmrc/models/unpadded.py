@@ -225,10 +225,10 @@ def _embeddings(encoder: Any, input_ids: torch.Tensor, token_type_ids: torch.Ten
     the padded batch (RoBERTa's count from after its padding index), then ELECTRA's projection."""
     module = encoder.embeddings
     rows, length = input_ids.shape
-    padding, positions_of = getattr(module, "padding_idx", None), getattr(module, "create_position_ids_from_input_ids",
-                                                                         None)
-    if isinstance(padding, int) and callable(positions_of):
-        positions = positions_of(input_ids, padding)
+    padding = getattr(module, "padding_idx", None)
+    if isinstance(padding, int):  # RoBERTa-like: real tokens count from padding_idx + 1, as the library counts them
+        real = input_ids.ne(padding).long()
+        positions = torch.cumsum(real, dim=1) * real + padding
     else:
         positions = torch.arange(length, device=input_ids.device).expand(rows, length)
 
