@@ -21,6 +21,8 @@
 #       host), padded, unpadded and unpadded+fused
 #   --  the lead's slot: devcheck/repredict.sh and the sweep's per-subset step measurement
 #   c3  if time is left: scripts/run_cmrc2018.sh with --attention padded (the eager path of the last round)
+#   c4  if time is left: scripts/run_cmrc2018.sh with --torch_compile True, from an empty inductor cache of its own
+# STEPS="c3 c4" bash devcheck/run.sh OUT runs only the steps named (the set-up always), e.g. in a second call.
 set -uo pipefail
 OUT="${1:?usage: bash devcheck/run.sh OUT_DIR}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,6 +49,11 @@ run_step() {
   local name=$1 cap=$2 least=$3 pid began now limit
   shift 3
   if [ "$TINY" = 1 ]; then cap=$((6 * cap)); fi
+  if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" ${name%%-*} "* ]]; then
+    note "- $name: not in STEPS"
+    STEP_STATUS=skipped STEP_WALL=0
+    return
+  fi
   limit=$(left)
   if [ "$limit" -lt "$least" ]; then
     note "- $name: skipped, ${limit} s left of the budget (needs ${least})"
@@ -147,8 +154,9 @@ t, a = info.get("timing", {}), info.get("attention", {})
 scores = [l for l in Path(log).read_text(errors="replace").splitlines() if "answer F1" in l]
 print(f"- {name}: {status}, wall {wall} s; run status {info.get('status', '?')}, {info.get('global_step', '?')} steps, "
       f"precision {info.get('mixed_precision', '?')}, attention {a.get('path', '?')} (asked {a.get('requested', '?')}, "
-      f"fused kernels {a.get('fused_kernels', '?')}); training {t.get('train_seconds', '?')} s, checkpoints "
-      f"{t.get('checkpoint_seconds', '?')} s" + (f"; {scores[-1].split(': ', 1)[-1]}" if scores else ""))
+      f"fused kernels {a.get('fused_kernels', '?')}); training {t.get('train_seconds', '?')} s"
+      + (f" (of it compiling {t['compile_seconds']} s, shapes {t.get('compiled_shapes')})" if t.get("compile_seconds") else "")
+      + f", checkpoints {t.get('checkpoint_seconds', '?')} s" + (f"; {scores[-1].split(': ', 1)[-1]}" if scores else ""))
 EOF
   cp "$2/run_info.json" "$OUT/$1.run_info.json" 2>/dev/null
 }
@@ -172,7 +180,7 @@ if [ "$TINY" = 1 ]; then UNPAD=(--tiny); else UNPAD=(--questions 1200 --steps 10
 run_step ab-unpadded 180 60 "${OWN_CACHE[@]}" "$PY" benchmarks/bench_unpadded.py --tokenizer "$MODEL" --train "$TRAIN" \
   "${UNPAD[@]}"
 note "- ab-unpadded: $STEP_STATUS, ${STEP_WALL} s"
-grep '^|\|^device\|^agreement\|^- \|throughput' "$OUT/ab-unpadded.log" | tee -a "$SUMMARY"
+[ -f "$OUT/ab-unpadded.log" ] && grep '^|\|^device\|^agreement\|^- \|throughput' "$OUT/ab-unpadded.log" | tee -a "$SUMMARY"
 
 # ---- c1, c2: the release's CMRC 2018 run --------------------------------------------------------------------------
 note ""
@@ -188,7 +196,7 @@ else PROFILE=(--shape base --seq 512 --batch 32 --questions 600 --steps 3 --warm
 run_step d-profile 120 50 "${OWN_CACHE[@]}" "$PY" benchmarks/profile_step.py --tokenizer "$MODEL" --train "$TRAIN" \
   --variants padded,unpadded,fused "${PROFILE[@]}"
 note "- d-profile: $STEP_STATUS, ${STEP_WALL} s"
-grep '^padded\|^unpadded\|^fused\|^building' "$OUT/d-profile.log" | tee -a "$SUMMARY"
+[ -f "$OUT/d-profile.log" ] && grep '^padded\|^unpadded\|^fused\|^building' "$OUT/d-profile.log" | tee -a "$SUMMARY"
 
 # ---- the lead's slot ----------------------------------------------------------------------------------------------
 # Here the lead adds devcheck/repredict.sh (branch `predictor`) and the `sweep` helper's per-subset step measurement
@@ -198,5 +206,9 @@ grep '^padded\|^unpadded\|^fused\|^building' "$OUT/d-profile.log" | tee -a "$SUM
 note ""
 note "## c3. with the time left: scripts/run_cmrc2018.sh --attention padded (last round's eager path)"
 release_run c3-padded 160 110 "--attention padded"
+note ""
+note "## c4. with the time left: scripts/run_cmrc2018.sh --torch_compile True (whole model, length buckets, empty cache)"
+TORCHINDUCTOR_CACHE_DIR="$WORK/inductor-c4" TRITON_CACHE_DIR="$WORK/triton-c4" \
+  release_run c4-torch-compile 200 130 "--torch_compile True"
 note ""
 note "total $(( $(date +%s) - START )) s of the ${BUDGET} s budget"

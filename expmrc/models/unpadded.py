@@ -4,9 +4,10 @@ The padded path (the library's own forward) runs every layer on [rows, length] t
 padding out of attention; the unpadded path runs the very same modules and weights on the batch's real
 tokens only, packed into one [tokens, hidden] tensor:
 
-1. the encoder's own embeddings module on the padded ids (so RoBERTa's positions, which start after its
-   padding index, come out as the library makes them), then ELECTRA's `embeddings_project`;
-2. the real tokens gathered (`Packing`: their flat positions, and each row's cumulative length);
+1. the real tokens found (`Packing`: their flat positions, and each row's cumulative length), and their ids,
+   token types and the positions the library gives them in the padded batch (RoBERTa's count from after its
+   padding index) gathered;
+2. the encoder's own embeddings module on those, then ELECTRA's `embeddings_project`;
 3. every layer: query, key and value (its own `nn.Linear`s) on the packed tokens, attention within each
    row through a variable-length kernel (`varlen_attention`), then the layer's own output, intermediate
    and output modules, which work token by token (or their fused forms, `expmrc.models.fused`);
