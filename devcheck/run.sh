@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# The GPU check of issue 26, on a machine with a GPU and no network, from the checkout's root, with the
-# .devcarry/ folder devcheck/prepare.sh filled:
+# The GPU check of issue 32 (attention without padding, the eager step's fused kernels), on a machine with a GPU and
+# no network, from the checkout's root, with the .devcarry/ folder devcheck/prepare.sh filled:
 #
-#   bash devcheck/run.sh "$OUT"             # everything within BUDGET seconds (default 540)
+#   bash devcheck/run.sh "$OUT"             # everything within BUDGET seconds (default 450)
 #   TINY=1 bash devcheck/run.sh /tmp/out    # the same steps at toy sizes on a CPU, to check the script itself
 #
 # Set-up: NLTK from the carried wheel into /tmp/devcheck/site, a randomly initialised BERT-base (all-MiniLM-L6-v2's
-# vocabulary; TINY: 2 layers of 64) and CMRC 2018 pseudo evidence made with `expmrc pseudo`. Then, in this order,
-# each step with a time limit that never passes the budget, its output in OUT/<step>.log and its figures appended to
-# OUT/summary.md as soon as it ends (a step that does not fit in what is left is skipped, and says so):
-#   a1  scripts/run_cmrc2018.sh as released (2 epochs, 512 tokens, batch 32, bf16 auto), eager
-#   a2  the same with --torch_compile True (length buckets), compiling timed apart
-#   b   benchmarks/bench_sweep.py: 200-step CMRC 2018 runs, k = 1, 2, 3 side by side (lambda_sweep.sh RUNS_PER_GPU)
-#   c   benchmarks/bench_gpu.py part 1: BERT-base span and choice, bf16, eager, ours against the library's heads
-#   d   if time is left: a2 again (the compiled kernels now in the machine's inductor cache, as for a sweep's later runs)
-#   e   if time is left: a2 with --torch_compile_mode reduce-overhead (CUDA graphs)
-#   f   if time is left: three compiled runs side by side (seeds 1-3, the cache a2 filled), against d alone
+# vocabulary and the CMRC 2018 characters it lacks; TINY: 2 layers of 64) and the carried CMRC 2018 pseudo evidence.
+# Then, in order of importance, each step with a time limit that never passes the budget, its output in
+# OUT/<step>.log and its figures appended to OUT/summary.md (and stdout) as soon as it ends (a step that does not fit
+# in what is left is skipped, and says so):
+#   ab  benchmarks/bench_unpadded.py: (a) bf16 and FP32 logits of the unpadded path (plain and fused) against the
+#       padded path on the real CMRC 2018 batch with the most padding (max abs diff, argmax agreement, gradients);
+#       (b) BERT-base bf16 eager training steps at the CMRC 2018 run's real window lengths (length-grouped batches
+#       of 32): the library's AutoModelForQuestionAnswering, ours padded, unpadded, unpadded+fused; MFU on real
+#       tokens against the GPU's dense bf16 peak (its own inductor cache, so c2 still compiles from nothing)
+#   c1  scripts/run_cmrc2018.sh as released (2 epochs, 512 tokens, batch 32, bf16 auto, --attention auto)
+#   c2  the same with --fused_kernels True, from an empty inductor cache
+#   d   benchmarks/profile_step.py on CUDA: where a step's time goes (attention, GEMMs, elementwise, optimizer,
+#       host), padded, unpadded and unpadded+fused
+#   --  the lead's slot: devcheck/repredict.sh and the sweep's per-subset step measurement
+#   c3  if time is left: scripts/run_cmrc2018.sh with --attention padded (the eager path of the last round)
+#   c4  if time is left: scripts/run_cmrc2018.sh with --torch_compile True, from an empty inductor cache of its own
+# STEPS="c3 c4" bash devcheck/run.sh OUT runs only the steps named (the set-up always), e.g. in a second call.
 set -uo pipefail
 OUT="${1:?usage: bash devcheck/run.sh OUT_DIR}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,7 +31,7 @@ CARRY="$ROOT/.devcarry"
 WORK="${WORK:-/tmp/devcheck}"
 TINY="${TINY:-0}"
 START=$(date +%s)
-BUDGET="${BUDGET:-540}"
+BUDGET="${BUDGET:-450}"
 if [ "$TINY" = 1 ]; then BUDGET="${TINY_BUDGET:-3000}"; fi
 DEADLINE=$((START + BUDGET))
 mkdir -p "$OUT"
@@ -36,10 +43,17 @@ note() { echo "$*" | tee -a "$SUMMARY"; }
 left() { echo $((DEADLINE - $(date +%s))); }
 
 # run_step NAME CAP MIN CMD...: run CMD in its own process group, output in OUT/NAME.log, for at most CAP seconds
-# and never past the budget; skipped when less than MIN seconds are left. Sets STEP_STATUS and STEP_WALL.
+# (TINY: 6 CAP, as a loaded CPU compiles the fused regions in minutes) and never past the budget; skipped when less
+# than MIN seconds are left. Sets STEP_STATUS and STEP_WALL.
 run_step() {
   local name=$1 cap=$2 least=$3 pid began now limit
   shift 3
+  if [ "$TINY" = 1 ]; then cap=$((6 * cap)); fi
+  if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" ${name%%-*} "* ]]; then
+    note "- $name: not in STEPS"
+    STEP_STATUS=skipped STEP_WALL=0
+    return
+  fi
   limit=$(left)
   if [ "$limit" -lt "$least" ]; then
     note "- $name: skipped, ${limit} s left of the budget (needs ${least})"
@@ -79,21 +93,22 @@ EOF
 export PYTHONPATH="$WORK/site:$ROOT${PYTHONPATH:+:$PYTHONPATH}" PYTHON="$PY" PYTHONUNBUFFERED=1 TQDM_MININTERVAL=10
 export NLTK_DATA="$CARRY/nltk_data" EXPMRC_DATA="$CARRY/data/expmrc" EXPMRC_TRAIN_DATA="$CARRY/data"
 export EXPMRC_CACHE="$WORK/cache" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-# compiled kernels cached under WORK, emptied above: a2 compiles from nothing, d from what a2 left
+# compiled kernels cached under WORK, emptied above: c2 compiles its regions from nothing (ab and d keep their own)
 export TORCHINDUCTOR_CACHE_DIR="$WORK/inductor" TRITON_CACHE_DIR="$WORK/triton"
+OWN_CACHE=(env TORCHINDUCTOR_CACHE_DIR="$WORK/inductor-bench" TRITON_CACHE_DIR="$WORK/triton-bench")
 DEV="$CARRY/data/expmrc/cmrc2018/expmrc-cmrc2018-dev.json"
-TRAIN="$CARRY/data/cmrc2018-train.json"
+PSEUDO="$CARRY/data/train-pseudo-cmrc2018.json"
 MODEL="$WORK/bert"
 DATA="$WORK/data/cmrc2018"
 
 {
-  echo "# issue 26 device check ($(date -u +%FT%TZ)), TINY=$TINY, budget ${BUDGET} s"
+  echo "# issue 32 device check ($(date -u +%FT%TZ)), TINY=$TINY, budget ${BUDGET} s"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/- GPU: /'
   "$PY" -c 'import sys, torch, transformers; print(f"- python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}, cuda {torch.cuda.is_available()}")'
   echo "- checkout $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nproc) CPU cores"
 } | tee "$SUMMARY"
 
-"$PY" - "$CARRY/vocab.txt" "$MODEL" "$TINY" "$TRAIN" "$DEV" "$DATA" <<'EOF' 2>&1 | tee -a "$SUMMARY"
+"$PY" - "$CARRY/vocab.txt" "$MODEL" "$TINY" "$PSEUDO" "$DEV" "$DATA" <<'EOF' 2>&1 | tee -a "$SUMMARY"
 import json, shutil, sys, time
 from pathlib import Path
 import torch
@@ -109,24 +124,20 @@ torch.manual_seed(0)
 BertModel(BertConfig(vocab_size=size, max_position_embeddings=512, **shape), add_pooling_layer=True).save_pretrained(str(folder))
 shutil.copy(vocab, folder / "vocab.txt")
 (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True, "tokenizer_class": "BertTokenizer"}))
-dev_target = data / "expmrc-cmrc2018-dev.json"
 if tiny:  # the first articles only, so the checks of the script finish in minutes on a CPU
-    for source, target, count in ((train, data / "train-cut.json", 40), (dev, dev_target, 8)):
+    for source, target, count in ((train, data / "train-pseudo-cmrc2018.json", 40), (dev, data / "expmrc-cmrc2018-dev.json", 8)):
         doc = json.load(open(source, encoding="utf-8"))
         doc["data"] = doc["data"][:count]
         json.dump(doc, open(target, "w", encoding="utf-8"), ensure_ascii=False)
 else:
-    shutil.copy(dev, dev_target)
+    shutil.copy(train, data / "train-pseudo-cmrc2018.json")
+    shutil.copy(dev, data / "expmrc-cmrc2018-dev.json")
 print(f"- model: random {'tiny' if tiny else 'BERT-base'} BERT, {size} tokens (all-MiniLM-L6-v2's vocabulary and "
-      "the CMRC 2018 characters it lacks), "
-      f"built in {time.perf_counter() - began:.1f} s")
+      "the CMRC 2018 characters it lacks), built in "
+      f"{time.perf_counter() - began:.1f} s; CMRC 2018 pseudo evidence carried from devcheck/prepare.sh")
 EOF
-PSEUDO_FROM="$TRAIN"
-if [ "$TINY" = 1 ]; then PSEUDO_FROM="$DATA/train-cut.json"; fi
-run_step setup-pseudo 120 10 "$PY" -m expmrc.cli pseudo --subset cmrc2018 "$PSEUDO_FROM" \
-  --output "$DATA/train-pseudo-cmrc2018.json"
-note "- pseudo evidence: $STEP_STATUS, ${STEP_WALL} s ($(tail -n 2 "$OUT/setup-pseudo.log" | head -n 1 | tr -d '\r'))"
 [ -f "$DATA/train-pseudo-cmrc2018.json" ] || { note "no training data: stopping"; exit 1; }
+TRAIN="$DATA/train-pseudo-cmrc2018.json"
 
 # figures of one run of the release script, from its run_info.json and the last score line of its log
 run_figures() {  # run_figures NAME RUN_DIR
@@ -139,18 +150,22 @@ try:
     info = json.loads((Path(run) / "run_info.json").read_text())
 except (OSError, ValueError):
     info = {}
-t = info.get("timing", {})
+t, a = info.get("timing", {}), info.get("attention", {})
 scores = [l for l in Path(log).read_text(errors="replace").splitlines() if "answer F1" in l]
 print(f"- {name}: {status}, wall {wall} s; run status {info.get('status', '?')}, {info.get('global_step', '?')} steps, "
-      f"precision {info.get('mixed_precision', '?')}; training {t.get('train_seconds', '?')} s, of it compiling "
-      f"{t.get('compile_seconds', '?')} s (shapes {t.get('compiled_shapes', [])}), checkpoints "
-      f"{t.get('checkpoint_seconds', '?')} s" + (f"; {scores[-1].split(': ', 1)[-1]}" if scores else ""))
+      f"precision {info.get('mixed_precision', '?')}, attention {a.get('path', '?')} (asked {a.get('requested', '?')}, "
+      f"fused kernels {a.get('fused_kernels', '?')}); training {t.get('train_seconds', '?')} s"
+      + (f" (of it compiling {t['compile_seconds']} s, shapes {t.get('compiled_shapes')})" if t.get("compile_seconds") else "")
+      + f", checkpoints {t.get('checkpoint_seconds', '?')} s" + (f"; {scores[-1].split(': ', 1)[-1]}" if scores else ""))
 EOF
   cp "$2/run_info.json" "$OUT/$1.run_info.json" 2>/dev/null
 }
 
-TINY_ARGS=""
-if [ "$TINY" = 1 ]; then TINY_ARGS="--max_steps 6 --max_seq_length 128 --train_batch_size 8 --predict_batch_size 64"; fi
+TINY_ARGS="" AS_ON_CUDA=""
+if [ "$TINY" = 1 ]; then
+  TINY_ARGS="--max_steps 6 --max_seq_length 128 --train_batch_size 8 --predict_batch_size 64"
+  AS_ON_CUDA="--attention unpadded"  # what auto takes on CUDA (on a CPU it takes the padded path)
+fi
 release_run() {  # release_run NAME CAP MIN EXTRA_ARGS: scripts/run_cmrc2018.sh into WORK/runs/NAME
   local extra="$TINY_ARGS $4"
   run_step "$1" "$2" "$3" env PLM_PATH="$MODEL" DATA_PATH="$DATA" MODEL_PATH="$WORK/runs/$1" EXTRA_ARGS="$extra" \
@@ -158,39 +173,42 @@ release_run() {  # release_run NAME CAP MIN EXTRA_ARGS: scripts/run_cmrc2018.sh 
   run_figures "$1" "$WORK/runs/$1"
 }
 
-# ---- a: the release's CMRC 2018 run, eager, then compiled ---------------------------------------------------------
+# ---- a, b: agreement, then steps at the real window lengths ---------------------------------------------------------
 note ""
-note "## a. scripts/run_cmrc2018.sh (2 epochs, 512 tokens, batch 32, mixed precision auto)"
-release_run a1-eager 170 60 ""
-release_run a2-compiled 230 90 "--torch_compile True"
+note "## a, b. benchmarks/bench_unpadded.py (BERT-base, bf16, CMRC 2018 windows at 512 tokens, batches of 32)"
+if [ "$TINY" = 1 ]; then UNPAD=(--tiny); else UNPAD=(--questions 1200 --steps 10 --repeats 3 --warmup 4); fi
+run_step ab-unpadded 180 60 "${OWN_CACHE[@]}" "$PY" benchmarks/bench_unpadded.py --tokenizer "$MODEL" --train "$TRAIN" \
+  "${UNPAD[@]}"
+note "- ab-unpadded: $STEP_STATUS, ${STEP_WALL} s"
+[ -f "$OUT/ab-unpadded.log" ] && grep '^|\|^device\|^agreement\|^- \|throughput' "$OUT/ab-unpadded.log" | tee -a "$SUMMARY"
 
-# ---- b: packing --------------------------------------------------------------------------------------------------
+# ---- c1, c2: the release's CMRC 2018 run --------------------------------------------------------------------------
 note ""
-note "## b. k runs side by side on one GPU: benchmarks/bench_sweep.py (lambda_sweep.sh RUNS_PER_GPU=k)"
-if [ "$TINY" = 1 ]; then SWEEP=(--tiny --steps 3); else SWEEP=(--steps "${SWEEP_STEPS:-200}"); fi
-run_step b-packing 200 100 "$PY" benchmarks/bench_sweep.py --plm "$MODEL" --data "cmrc2018=$DATA" "${SWEEP[@]}" \
-  --packing 1,2,3 --no-warm --timeout 120 --output-root "$WORK/runs/sweep" --json "$OUT/b-packing.json"
-note "- b-packing: $STEP_STATUS, ${STEP_WALL} s"
-grep '^|\|^full sweep\|^not measured' "$OUT/b-packing.log" | tee -a "$SUMMARY"
+note "## c. scripts/run_cmrc2018.sh (2 epochs, 512 tokens, batch 32, mixed precision auto)"
+release_run c1-as-released 160 70 "$AS_ON_CUDA"
+release_run c2-fused-kernels 180 80 "$AS_ON_CUDA --fused_kernels True"
 
-# ---- c: bench_gpu.py part 1 ----------------------------------------------------------------------------------------
+# ---- d: where a step's time goes ----------------------------------------------------------------------------------
 note ""
-note "## c. benchmarks/bench_gpu.py part 1 (BERT-base, 512 tokens, 32 sequences, bf16, eager)"
-if [ "$TINY" = 1 ]; then BENCH=(--tiny --steps 2 --repeats 2 --max-warmup 3); else BENCH=(--shapes base --steps 10 --repeats 3); fi
-run_step c-bench-gpu 100 40 "$PY" benchmarks/bench_gpu.py "${BENCH[@]}" --tasks span,choice --precisions bf16 \
-  --compile off --skip-epoch
-note "- c-bench-gpu: $STEP_STATUS, ${STEP_WALL} s"
-grep '^|\|^device\|^steps' "$OUT/c-bench-gpu.log" | tee -a "$SUMMARY"
+note "## d. benchmarks/profile_step.py (shares of a step's wall time, profiler on)"
+if [ "$TINY" = 1 ]; then PROFILE=(--questions 40 --seq 128 --batch 4 --steps 2 --warmup 2 --top 0);
+else PROFILE=(--shape base --seq 512 --batch 32 --questions 600 --steps 3 --warmup 3 --top 15); fi
+run_step d-profile 120 50 "${OWN_CACHE[@]}" "$PY" benchmarks/profile_step.py --tokenizer "$MODEL" --train "$TRAIN" \
+  --variants padded,unpadded,fused "${PROFILE[@]}"
+note "- d-profile: $STEP_STATUS, ${STEP_WALL} s"
+[ -f "$OUT/d-profile.log" ] && grep '^padded\|^unpadded\|^fused\|^building' "$OUT/d-profile.log" | tee -a "$SUMMARY"
 
-# ---- d, e: what is left of the budget --------------------------------------------------------------------------
+# ---- the lead's slot ----------------------------------------------------------------------------------------------
+# Here the lead adds devcheck/repredict.sh (branch `predictor`) and the `sweep` helper's per-subset step measurement
+# (bench_sweep.py / bench_gpu.py --json), each as a run_step with a cap, before c3, which only fills what time is left.
+
+# ---- c3: the eager padded run, for comparison ----------------------------------------------------------------------
 note ""
-note "## d, e, f. with the time left"
-release_run d-compiled-warm-cache 150 100 "--torch_compile True"
-release_run e-compiled-cuda-graphs 200 120 "--torch_compile True --torch_compile_mode reduce-overhead"
-run_step f-three-compiled 180 150 bash -c 'for i in 1 2 3; do
-    env PLM_PATH="$0" DATA_PATH="$1" MODEL_PATH="$2/f$i" SEED=$i EXTRA_ARGS="--torch_compile True $3" \
-      bash scripts/run_cmrc2018.sh > "$4/f$i.log" 2>&1 &
-  done; wait' "$MODEL" "$DATA" "$WORK/runs" "$TINY_ARGS" "$OUT"
-note "- f-three-compiled: $STEP_STATUS, wall ${STEP_WALL} s for three runs"
+note "## c3. with the time left: scripts/run_cmrc2018.sh --attention padded (last round's eager path)"
+release_run c3-padded 160 110 "--attention padded"
+note ""
+note "## c4. with the time left: scripts/run_cmrc2018.sh --torch_compile True (whole model, length buckets, empty cache)"
+TORCHINDUCTOR_CACHE_DIR="$WORK/inductor-c4" TRITON_CACHE_DIR="$WORK/triton-c4" \
+  release_run c4-torch-compile 200 130 "--torch_compile True"
 note ""
 note "total $(( $(date +%s) - START )) s of the ${BUDGET} s budget"

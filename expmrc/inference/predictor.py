@@ -35,23 +35,28 @@ def dataset_lengths(dataset: Any) -> np.ndarray | None:
     return np.asarray(lengths(), dtype=np.int64) if callable(lengths) else None
 
 
-def to_device(batch: dict[str, torch.Tensor], device: Any, keep_full_mask: bool = False) -> dict[str, torch.Tensor | None]:
+def to_device(batch: dict[str, torch.Tensor], device: Any, keep_full_mask: bool = False) -> dict[str, Any]:
     """Move every tensor of a batch to `device`; to a GPU through pinned memory, without waiting for the copy.
 
     An `attention_mask` of all ones (no padding, seen on the host copy) goes as None, which the encoder takes
     for "no mask", as it would decide itself after reading the mask back from the device; kept with
-    `keep_full_mask` (a compiled model: one graph per shape) and on TPUs (one XLA graph per shape).
+    `keep_full_mask` (a compiled model: one graph per shape) and on TPUs (one XLA graph per shape). A mask with
+    padding goes with `row_lengths`, each row's real tokens counted on the host copy, which the unpadded
+    encoder needs before it can start (`expmrc.models.unpadded`) and would otherwise read back from the device.
     """
     kind = torch.device(device).type
     if kind == "cuda":
-        moved: dict[str, torch.Tensor | None] = {
+        moved: dict[str, Any] = {
             key: (value.pin_memory() if value.device.type == "cpu" else value).to(device, non_blocking=True)
             for key, value in batch.items()}
     else:
         moved = {key: value.to(device) for key, value in batch.items()}
     mask = batch.get("attention_mask")
-    if mask is not None and mask.device.type == "cpu" and not keep_full_mask and kind != "xla" and mask.numpy().all():
-        moved["attention_mask"] = None
+    if mask is not None and mask.device.type == "cpu" and not keep_full_mask and kind != "xla":
+        if mask.numpy().all():
+            moved["attention_mask"] = None
+        else:
+            moved["row_lengths"] = tuple(mask.reshape(-1, mask.shape[-1]).sum(-1).tolist())
     return moved
 
 

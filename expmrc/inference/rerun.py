@@ -27,6 +27,7 @@ from expmrc.features.windows import uses_token_types
 from expmrc.inference.predictor import PREDICT_BATCH_SIZE
 from expmrc.inference.task_predictor import Predicted, TaskPredictor
 from expmrc.models.backbones import load_task_model, resolve_source, training_record
+from expmrc.models.unpadded import resolve_attention
 from expmrc.tasks import TaskSettings, TaskSpec, task_spec
 
 
@@ -88,7 +89,8 @@ def autocast_for(precision: Any, device: torch.device) -> Callable[[], Any]:
 
 class FineTuned:
     """A fine-tuned span or choice model and its task predictor (`predictor`: the tokenizer, the recorded settings,
-    the device, the batch size and precision), ready to predict."""
+    the device, the batch size and precision), ready to predict on the attention path a predict-only run of the
+    baselines takes on that device (`--attention auto`)."""
 
     def __init__(self, path: str, device: str | None = None, batch_size: int | None = None) -> None:
         folder, run_dir = find_model(path)
@@ -109,6 +111,7 @@ class FineTuned:
             batch_size or (recorded_batch if isinstance(recorded_batch, int) and recorded_batch > 0
                            else PREDICT_BATCH_SIZE), autocast_for(record.get("mixed_precision"), on))
         self.predictor.check_fits(self.model, f"{folder / 'config.json'}: the recorded setting ")
+        self.model.use_attention(resolve_attention("auto", on.type, str(record.get("mixed_precision")), False)[0])
         self.model.to(on).eval()
         self.name = str(folder)
 

@@ -31,6 +31,8 @@ from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import IGNORE
+from expmrc.models.fused import Fusion
+from expmrc.models.unpadded import encode_unpadded, unpadded_support
 
 MASKED = -10000.0  # the logit of positions a span may not point at (finite: safe in fp16 and bf16)
 COUPLING_DEFAULTS = (4.96, 2.02, 3.10)  # c1, c2, c3 of the coupling regularizer (docs/coupling.md)
@@ -69,6 +71,18 @@ def masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor | None) -> t
     return F.cross_entropy(logits.float(), labels, ignore_index=IGNORE, reduction="sum") / labels.shape[0]
 
 
+def masked_logits(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                  allowed: torch.Tensor) -> torch.Tensor:
+    """A linear head's logits [..., outputs] in FP32, MASKED where `allowed` is 0."""
+    return F.linear(hidden, weight, bias).float().masked_fill(allowed[..., None] == 0, MASKED)
+
+
+def pair_cross_entropy(start: torch.Tensor, end: torch.Tensor, start_labels: torch.Tensor | None,
+                       end_labels: torch.Tensor | None) -> torch.Tensor:
+    """The mean of the start and end cross-entropies (`masked_cross_entropy`)."""
+    return (masked_cross_entropy(start, start_labels) + masked_cross_entropy(end, end_labels)) / 2
+
+
 def gold_probability(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Each row's softmax probability of its label, and which rows have one (label not IGNORE; 0 where none)."""
     valid = labels != IGNORE
@@ -105,6 +119,8 @@ class TaskModel(PreTrainedModel):
         # whether the encoder builds its masks with the library's masking functions, which take a ready 4D mask
         self.library_masks = hasattr(sys.modules.get(encoder_class.__module__), "create_bidirectional_mask")
         self.loss_settings = loss or LossSettings()
+        self.attention_path = "padded"  # or "unpadded" (`use_attention`); how the model runs, not saved with it
+        self.fusion: Fusion | None = None
 
     @property
     def loss_lambda(self) -> float:
@@ -129,11 +145,30 @@ class TaskModel(PreTrainedModel):
         padding = getattr(getattr(self.base_model, "embeddings", None), "padding_idx", None)
         return limit - (padding + 1) if isinstance(padding, int) else limit
 
+    def use_attention(self, path: str, fused: bool = False, backend: Any = "inductor") -> str | None:
+        """Run the encoder on the "padded" path (the library's forward) or the "unpadded" one
+        (`expmrc.models.unpadded`), the latter with its small kernels `fused` into regions compiled by `backend`
+        (`expmrc.models.fused`). Returns why the encoder keeps the padded path when "unpadded" was asked (one
+        line), else None."""
+        why = unpadded_support(self.base_model) if path == "unpadded" else None
+        self.attention_path = "padded" if why else path
+        unpadded = self.attention_path == "unpadded"
+        self.fusion = Fusion(backend, getattr(self.config, "hidden_act", None)) if fused and unpadded else None
+        return why
+
+    def region(self, function: Any) -> Any:
+        """`function` as a compiled region when the model's kernels are fused, else as it is."""
+        return function if self.fusion is None else self.fusion.region(function)
+
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
-               token_type_ids: torch.Tensor | None) -> torch.Tensor:
-        """The encoder's last hidden states [rows, length, hidden]. No `attention_mask` means no padding. Under
-        SDPA the padding mask goes in as the 4D boolean mask the library would build from it, so that the library
-        does not first ask the device whether it can skip it (a host sync per forward pass)."""
+               token_type_ids: torch.Tensor | None, row_lengths: tuple[int, ...] | None = None) -> torch.Tensor:
+        """The encoder's last hidden states [rows, length, hidden]. No `attention_mask` means no padding;
+        `row_lengths`, each row's real tokens counted on the host, spares the unpadded path a read from the
+        device. Under SDPA the padding mask goes in as the 4D boolean mask the library would build from it, so
+        that the library does not first ask the device whether it can skip it (a host sync per forward pass)."""
+        if self.attention_path == "unpadded":
+            return encode_unpadded(self.base_model, input_ids, attention_mask, token_type_ids, row_lengths,
+                                   self.fusion)
         inputs: dict[str, Any] = {"input_ids": input_ids}
         if attention_mask is not None:
             sdpa = self.library_masks and getattr(self.config, "_attn_implementation", None) == "sdpa"
@@ -144,13 +179,13 @@ class TaskModel(PreTrainedModel):
 
     def span_logits(self, head: nn.Linear, hidden: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Start and end logits of a two-output head, MASKED where `allowed` is 0."""
-        logits = head(hidden).float().masked_fill(allowed[..., None] == 0, MASKED)
+        logits = self.region(masked_logits)(hidden, head.weight, head.bias, allowed)
         return logits[..., 0], logits[..., 1]
 
     def span_loss(self, start: torch.Tensor, end: torch.Tensor, start_labels: torch.Tensor | None,
                   end_labels: torch.Tensor | None) -> torch.Tensor:
         """The mean of the start and end cross-entropies."""
-        return (masked_cross_entropy(start, start_labels) + masked_cross_entropy(end, end_labels)) / 2
+        return self.region(pair_cross_entropy)(start, end, start_labels, end_labels)
 
     def span_probability(self, start: torch.Tensor, end: torch.Tensor, start_labels: torch.Tensor,
                          end_labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -34,11 +34,12 @@ from expmrc.features.windows import FeatureReport, FeatureTable, uses_token_type
 from expmrc.inference.task_predictor import TaskPredictor
 from expmrc.logs import setup_logging
 from expmrc.models.backbones import ModelSource, load_task_model, resolve_source
+from expmrc.models.unpadded import resolve_attention
 from expmrc.scoring.scorer import score
 from expmrc.tasks import TaskSettings, TaskSpec
 from expmrc.training.config import BaselineConfig, Paths
 from expmrc.training.flags import parse_config
-from expmrc.training.loop import checkpoint_steps, make_accelerator, precision_record, train
+from expmrc.training.loop import TrainConfig, checkpoint_steps, make_accelerator, precision_record, train
 from expmrc.training.select_forget import SelectAndForget, answerer_folder
 
 logger = logging.getLogger("expmrc")
@@ -130,6 +131,7 @@ class BaselineRun:
     model_record: dict[str, Any] = field(default_factory=dict)  # what the model's config.json records (checked)
     allow_unknown_tokens: bool = False  # the flag's, or for a predict-only run what the model was trained with
     predict_batch_size: int = 32  # the same
+    attention: str = "padded"  # the attention path --attention resolved to on this device (`resolve_attention`)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -147,6 +149,17 @@ class BaselineRun:
         the model for a predict-only run, settled by `check_model`)."""
         return TaskPredictor.of_run(self.task.spec, self.tokenizer, self.settings, self.token_types, self.accelerator,
                                     self.predict_batch_size)
+
+    def configured(self, model: Any) -> Any:
+        """`model` on the run's attention path, its kernels fused where --fused_kernels asks; the run record says
+        which path the encoder takes and, when it keeps the padded one, why."""
+        training = self.config.training
+        why = model.use_attention(self.attention, training.fused_kernels, training.compile_backend)
+        record = self.info["attention"]
+        if why and record["path"] == "unpadded":
+            record.update(path="padded", why=why, fused_kernels=False)
+            (logger.warning if training.attention == "unpadded" else logger.info)(f"attention: {why}")
+        return model
 
 
 def features(run: BaselineRun, dataset: Dataset, is_training: bool, cache_path: str | None) -> tuple[FeatureTable, FeatureReport, str]:
@@ -319,7 +332,21 @@ def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[BaselineRun, 
     run = BaselineRun(task, config, config.task, output, accelerator, record, previous=previous,
                       allow_unknown_tokens=config.allow_unknown_tokens,
                       predict_batch_size=config.training.predict_batch_size)
+    run.attention, info["attention"] = attention_path(config.training, accelerator)
     return run, train_set, predict_set
+
+
+def attention_path(training: TrainConfig, accelerator: Any) -> tuple[str, dict[str, Any]]:
+    """The attention path --attention resolves to on the run's device and precision, and what run_info.json records
+    of it (asked, taken, why, whether the kernels are fused); --fused_kernels on the padded path is said and
+    ignored."""
+    path, why = resolve_attention(training.attention, accelerator.device.type, accelerator.mixed_precision,
+                                  training.torch_compile)
+    fused = training.fused_kernels and path == "unpadded"
+    if training.fused_kernels and not fused:
+        logger.warning(f"warning: --fused_kernels True ignored: the run takes the padded path ({why})")
+    logger.info(f"attention: {path} ({why})" + ("; small kernels fused into compiled regions" if fused else ""))
+    return path, {"requested": training.attention, "path": path, "why": why, "fused_kernels": fused}
 
 
 def load_model(run: BaselineRun, source: ModelSource) -> Any:
@@ -327,6 +354,7 @@ def load_model(run: BaselineRun, source: ModelSource) -> Any:
     settings the model records."""
     config = run.config
     model, report = load_task_model(run.task.model_class, source, config.loss)
+    run.configured(model)
     logger.info(f"model {source.name} ({type(model.base_model).__name__}): {report.summary()}")
     record, info = run.model_record, run.info
     if not config.do_train:  # predictions of a fine-tuned model are recorded under the settings that trained it
@@ -361,7 +389,7 @@ def train_phase(run: BaselineRun, model: Any, train_set: Dataset, source: ModelS
     run.info["train_features"] = train_report.as_dict()
     if already_trained(trained, run.signature):  # the final weights are in model/, not in a checkpoint
         logger.info(f"{trained} already holds the result of this training run; not training again")
-        model, _ = load_task_model(run.task.model_class, resolve_source(str(trained)), config.loss)
+        model = run.configured(load_task_model(run.task.model_class, resolve_source(str(trained)), config.loss)[0])
         run.info["global_step"] = int(model.config.expmrc.get("global_step", 0))
         return model
     result = train(model, run.predictor.windows(table, with_labels=True), config.training, run.accelerator)
@@ -398,10 +426,11 @@ def answerer_phase(run: BaselineRun, forget: SelectAndForget, selector: Any, tra
     questions, info["select_and_forget_training"] = forget.select(selector, train_set.questions, windows, selection_key)
     if already_trained(answerers, run.signature):
         logger.info(f"{answerers} already holds the trained answerer; not training it again")
-        answerer, _ = load_task_model(run.task.model_class, resolve_source(str(answerers)))
+        answerer = run.configured(load_task_model(run.task.model_class, resolve_source(str(answerers)))[0])
         info["answerer_global_step"] = int(answerer.config.expmrc.get("global_step", 0))
     else:
-        answerer, result = forget.train_answerer(lambda: load_task_model(run.task.model_class, source)[0], questions,
+        answerer, result = forget.train_answerer(lambda: run.configured(load_task_model(run.task.model_class, source)[0]),
+                                                 questions,
                                                  run.config.training)
         info["answerer_global_step"] = result.global_step
         if run.main:
@@ -424,7 +453,8 @@ def predict_phase(run: BaselineRun, model: Any, predict_set: Dataset, forget: Se
     predictions, nbest = predicted.predictions, predicted.nbest
     if forget is not None:
         if answerer is None:
-            answerer, _ = load_task_model(run.task.model_class, resolve_source(str(answerer_folder(run.output))))
+            answerer = run.configured(load_task_model(run.task.model_class,
+                                                      resolve_source(str(answerer_folder(run.output))))[0])
         predictions, nbest = forget.answer(answerer, predict_set.questions, predictions, nbest)
     if run.main:
         write_predictions(str(destination), predictions, nbest)

@@ -22,6 +22,7 @@ from typing import Any
 
 from expmrc.errors import ExpmrcError, OneLineParser, warn
 from expmrc.models.heads import COUPLING_DEFAULTS, LossSettings
+from expmrc.models.unpadded import ATTENTION_MODES
 from expmrc.tasks import TASKS, TaskSettings
 from expmrc.training.config import BaselineConfig, Paths
 from expmrc.training.loop import COMPILE_MODES, TrainConfig, default_buckets
@@ -159,6 +160,17 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
                        help="with --torch_compile: torch.compile's mode (default: default); reduce-overhead adds CUDA "
                             "graphs, which cut the host's kernel launches (no gain measured on an H200 for "
                             "BERT-base, 42 s more compiling)")
+    speed.add_argument("--attention", choices=ATTENTION_MODES, default=train.attention,
+                       help="unpadded: BERT, RoBERTa, XLM-R and ELECTRA encoders compute on the batch's real tokens "
+                            "only (the same weights; variable-length FlashAttention on CUDA under bf16/fp16, "
+                            "attention dropout kept); padded: the library's forward on padded batches, what every "
+                            "other encoder runs; auto (default): what was measured faster on the device "
+                            "(docs/training.md), padded with --torch_compile True")
+    _bool_flag(speed, "fused_kernels", train.fused_kernels,
+               "on the unpadded path, run each layer's dense + dropout + residual + LayerNorm and dense + GELU, and "
+               "the heads' logits and loss, as small compiled regions (dynamic shapes: compiled once, seconds from "
+               "an empty cache) instead of separate eager kernels (default False until a GPU measurement decides; "
+               "docs/benchmarks.md)")
     speed.add_argument("--cache_dir", default=None,
                        help="feature caches shared by runs (default $EXPMRC_CACHE, else $XDG_CACHE_HOME/expmrc/features, "
                             "else ~/.cache/expmrc/features); --train_tfrecord/--predict_tfrecord override it")

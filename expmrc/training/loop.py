@@ -46,6 +46,7 @@ from expmrc.data.io import write_json_atomic
 from expmrc.data.runs import CHECKPOINT_DIR, CHECKPOINT_STATE, LOG_FILE
 from expmrc.errors import ExpmrcError
 from expmrc.inference.predictor import PREDICT_BATCH_SIZE, Batches, dataset_lengths, to_device
+from expmrc.models.unpadded import ATTENTION_MODES
 
 logger = logging.getLogger(__name__)
 ADAM_EPSILON = 1e-6  # the original BERT optimizer's epsilon
@@ -78,6 +79,8 @@ class TrainConfig:
     compile_buckets: tuple[int, ...] = ()  # lengths a compiled run pads to; (): `default_buckets`
     compile_mode: str = "default"  # torch.compile's mode: reduce-overhead adds CUDA graphs
     compile_backend: Any = "inductor"  # torch.compile's backend (tests pass "eager" or their own)
+    attention: str = "auto"  # auto | padded | unpadded: the encoder on padded batches or on real tokens only
+    fused_kernels: bool = False  # the unpadded encoder's small kernels as compiled regions (expmrc.models.fused)
     seed: int = 12345
     save_checkpoints_steps: int = 1000
     logging_steps: int = 50
@@ -108,7 +111,23 @@ class TrainConfig:
         if not 0 <= self.weight_decay < 1:
             raise ExpmrcError(f"--weight_decay must be in [0, 1), got {self.weight_decay}")
         self.check_compiling(max_length)
+        self.check_attention()
         return self
+
+    def check_attention(self) -> None:
+        """--attention's value, and the combinations with compiling that cannot run."""
+        if self.attention not in ATTENTION_MODES:
+            raise ExpmrcError(f"--attention must be one of {', '.join(ATTENTION_MODES)}, got {self.attention!r}")
+        if self.torch_compile and self.attention == "unpadded":
+            raise ExpmrcError("--attention unpadded does not combine with --torch_compile True, which pads every batch "
+                              "to a length bucket to compile each shape once (use --fused_kernels True for compiled "
+                              "regions on real tokens)")
+        if self.fused_kernels and self.torch_compile:
+            raise ExpmrcError("--fused_kernels True compiles regions of the eager model; with --torch_compile True the "
+                              "whole model is compiled already (give one of the two)")
+        if self.fused_kernels and self.attention == "padded":
+            raise ExpmrcError("--fused_kernels True fuses the unpadded encoder's kernels; --attention padded runs the "
+                              "library's own layers (use --attention auto or unpadded)")
 
     def check_compiling(self, max_length: int | None) -> None:
         """The compile buckets and mode: ascending token counts ending at `max_length`, and only when compiling."""

@@ -5,7 +5,6 @@ loop gives."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,24 +24,12 @@ from expmrc.inference.predictor import to_device
 from expmrc.training.loop import (ADAM_EPSILON, LossWindow, TrainConfig, batch_indices, default_buckets,
                                   make_accelerator, parameter_groups, train)
 from expmrc.training.span_task import run_span
-from helpers.span_data import make_span_file
-from helpers.tiny_bert import make_tiny_bert_folder
+from helpers.span_runs import run_flags, tiny_span_files
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    """A tiny BERT folder, a training file and a dev file of generated questions."""
-    root = tmp_path_factory.mktemp("compile")
-    return {"root": root, "model": make_tiny_bert_folder(root / "bert", seed=3),
-            "train": make_span_file(root / "train.json", 40, seed=11), "dev": make_span_file(root / "dev.json", 20, seed=12)}
-
-
-def run_flags(tiny, output: Path, *extra: str) -> list[str]:
-    return ["--model_name_or_path", str(tiny["model"]), "--do_train=True", f"--train_file={tiny['train']}",
-            "--do_predict=True", f"--predict_file={tiny['dev']}", f"--output_dir={output}", "--max_seq_length=64",
-            "--doc_stride=16", "--max_query_length=16", "--train_batch_size=8", "--max_steps=30",
-            "--learning_rate=3e-3", "--loss_lambda=1.0", "--rand_seed=5", f"--cache_dir={tiny['root'] / 'cache'}",
-            "--logging_steps=10", *extra]
+    return tiny_span_files(tmp_path_factory.mktemp("compile"))
 
 
 class CountingBackend:
