@@ -94,6 +94,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--budget", type=float, default=0, help="start no subset after this many seconds (0: no limit)")
     parser.add_argument("--pad-multiple", type=int, default=0, help="pad batches to a multiple of this (default: 8 on "
                         "a GPU, as the runs pad there, else 1; 8 with --shapes '' counts a GPU run's tokens anywhere)")
+    parser.add_argument("--attention", choices=("auto", "padded", "unpadded"), default="auto",
+                        help="the encoder's attention path, as the baselines' --attention (default auto: unpadded on "
+                             "CUDA under bf16, padded on the CPU)")
     parser.add_argument("--seed", type=int, default=12345, help="the runs' seed and the draw's (default 12345)")
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--tiny", action="store_true", help="toy sizes on any machine, CPU included")
@@ -285,7 +288,7 @@ def predicted(model: Any, subset: str, dev_path: str, tokenizer: Any, release: R
     outputs = predict(model, WindowDataset(table, False, tokenizer.pad_token_id or 0, pad_multiple,
                                            release.max_seq_length), release.predict_batch, accelerator)
     done = time.perf_counter()
-    TASKS[KIND[subset]].decode(questions, table, outputs, 20, release.max_answer_length, 128)
+    TASKS[KIND[subset]].decoder(questions, table, outputs, 20, release.max_answer_length, 128)
     return {"predict_windows": len(table), "predict_features_seconds": built - began, "predict_seconds": done - built,
             "decode_seconds": time.perf_counter() - done}
 
@@ -296,6 +299,7 @@ def measure_shape(subset: str, shape: str, epoch: Epoch, args: argparse.Namespac
     from expmrc.models.heads import LossSettings
     from expmrc.models.choice import ChoiceModel
     from expmrc.models.span import SpanModel
+    from expmrc.models.unpadded import resolve_attention
 
     accumulation = ACCUMULATION[shape]
     config = bert_config(shape, release.max_seq_length)
@@ -303,12 +307,14 @@ def measure_shape(subset: str, shape: str, epoch: Epoch, args: argparse.Namespac
     torch.manual_seed(args.seed)
     with torch.device(accelerator.device):  # initialised where it trains
         model = (SpanModel if KIND[subset] == "span" else ChoiceModel)(config, loss=LossSettings(LAMBDA[KIND[subset]]))
+    path, _ = resolve_attention(args.attention, accelerator.device.type, accelerator.mixed_precision, False)
+    model.use_attention(path)
     costs = step_costs(epoch, release, accumulation, args.seed)
     sampled = costs[:args.sample_steps]
     seconds = timed_steps(model, epoch, args, release, accumulation, accelerator)
     train = seconds * costs[:, 0].sum() / sampled[:, 0].sum()
     computed, real = flops(costs, config)
-    row = {"shape": shape, "accumulation": accumulation, "sampled_steps": len(sampled), "sampled_seconds": seconds,
+    row = {"shape": shape, "attention": model.attention_path, "accumulation": accumulation, "sampled_steps": len(sampled), "sampled_seconds": seconds,
            "step_ms": 1000 * seconds / len(sampled), "sampled_tokens": float(sampled[:, 0].sum()),
            "tokens_ratio": float(costs[:, 0].mean() / sampled[:, 0].mean()), "train_seconds": train,
            "tflops": computed / train / 1e12, "tflops_real": real / train / 1e12}

@@ -35,6 +35,7 @@ cp -r "$NLTK_SOURCE" "$CARRY/nltk_data"
 NLTK_DATA="$NLTK_SOURCE" PYTHONPATH="$ROOT" "$PYTHON" -m expmrc.cli pseudo --subset cmrc2018 "$SHARED_DATA/train/cmrc2018-train.json" \
   --output "$CARRY/data/train-pseudo-cmrc2018.json" | tail -n 3
 cp "$SHARED_DATA/expmrc/cmrc2018/expmrc-cmrc2018-dev.json" "$CARRY/data/expmrc/cmrc2018/"
+cp "$SHARED_DATA/train/cmrc2018-train.json" "$CARRY/data/"  # devcheck/repredict.sh makes its own pseudo evidence
 # ---- for benchmarks/bench_subset_steps.py: every dev set, and C3's training set (CMRC 2018's is above) ----------------
 for subset in squad race c3; do
   mkdir -p "$CARRY/data/expmrc/$subset"
@@ -54,7 +55,8 @@ for name in LACKING:
     sys.modules[name] = None  # import fails, importlib.util.find_spec says "not installed"
 sys.path.insert(0, "benchmarks")
 for module in ("expmrc.training.span_task", "expmrc.training.choice_task", "expmrc.cli.pseudo", "expmrc.scoring.scorer",
-               "bench_unpadded", "profile_step"):
+               "expmrc.inference.rerun", "expmrc.llm.nli", "bench_unpadded", "profile_step", "bench_subset_steps",
+               "bench_sweep_model", "bench_judge"):
     __import__(module)
 EOF
 du -sh "$CARRY" | sed 's/\t/ /'

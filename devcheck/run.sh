@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The GPU check of issue 32 (attention without padding, the eager step's fused kernels), on a machine with a GPU and
+# The GPU check of issues 31-33 (attention without padding, fused kernels, re-prediction, the sweep's steps,
+# the judge's speed), on a machine with a GPU and
 # no network, from the checkout's root, with the .devcarry/ folder devcheck/prepare.sh filled:
 #
-#   bash devcheck/run.sh "$OUT"             # everything within BUDGET seconds (default 450)
+#   bash devcheck/run.sh "$OUT"             # everything within BUDGET seconds (default 540)
 #   TINY=1 bash devcheck/run.sh /tmp/out    # the same steps at toy sizes on a CPU, to check the script itself
 #
 # Set-up: NLTK from the carried wheel into /tmp/devcheck/site, a randomly initialised BERT-base (all-MiniLM-L6-v2's
@@ -16,12 +17,16 @@
 #       of 32): the library's AutoModelForQuestionAnswering, ours padded, unpadded, unpadded+fused; MFU on real
 #       tokens against the GPU's dense bf16 peak (its own inductor cache, so c2 still compiles from nothing)
 #   c1  scripts/run_cmrc2018.sh as released (2 epochs, 512 tokens, batch 32, bf16 auto, --attention auto)
-#   c2  the same with --fused_kernels True, from an empty inductor cache
+#   e   devcheck/repredict.sh: a short bf16 run re-predicted by a predict-only run and by FineTuned (issue 31)
+#   g   benchmarks/bench_subset_steps.py: each subset's training steps at its real window lengths and its dev-set
+#       prediction, then benchmarks/bench_sweep_model.py's GPU-hours of the λ sweep planned from them
+#   c2  scripts/run_cmrc2018.sh with --fused_kernels True, from an empty inductor cache
 #   d   benchmarks/profile_step.py on CUDA: where a step's time goes (attention, GEMMs, elementwise, optimizer,
 #       host), padded, unpadded and unpadded+fused
-#   --  the lead's slot: devcheck/repredict.sh and the sweep's per-subset step measurement
+#   h   benchmarks/bench_judge.py: judgements per second of the local support judge (issue 33)
 #   c3  if time is left: scripts/run_cmrc2018.sh with --attention padded (the eager path of the last round)
 #   c4  if time is left: scripts/run_cmrc2018.sh with --torch_compile True, from an empty inductor cache of its own
+# At the end every file but summary.md is packed into OUT/logs.tgz (few files come back from a device machine).
 # STEPS="c3 c4" bash devcheck/run.sh OUT runs only the steps named (the set-up always), e.g. in a second call.
 set -uo pipefail
 OUT="${1:?usage: bash devcheck/run.sh OUT_DIR}"
@@ -31,7 +36,7 @@ CARRY="$ROOT/.devcarry"
 WORK="${WORK:-/tmp/devcheck}"
 TINY="${TINY:-0}"
 START=$(date +%s)
-BUDGET="${BUDGET:-450}"
+BUDGET="${BUDGET:-540}"
 if [ "$TINY" = 1 ]; then BUDGET="${TINY_BUDGET:-3000}"; fi
 DEADLINE=$((START + BUDGET))
 mkdir -p "$OUT"
@@ -186,6 +191,30 @@ note "- ab-unpadded: $STEP_STATUS, ${STEP_WALL} s"
 note ""
 note "## c. scripts/run_cmrc2018.sh (2 epochs, 512 tokens, batch 32, mixed precision auto)"
 release_run c1-as-released 160 70 "$AS_ON_CUDA"
+
+# ---- e: re-prediction of a saved bf16 CUDA run (issue 31) --------------------------------------------------------
+note ""
+note "## e. devcheck/repredict.sh (a short bf16 run of the release's CMRC 2018 settings, re-predicted twice)"
+run_step e-repredict 150 70 env TINY="$TINY" WORK="$WORK/repredict" BUDGET=140 bash devcheck/repredict.sh "$OUT/e-repredict"
+note "- e-repredict: $STEP_STATUS, ${STEP_WALL} s"
+[ -f "$OUT/e-repredict/summary.md" ] && tee -a "$SUMMARY" < "$OUT/e-repredict/summary.md"
+
+# ---- g: each subset's steps at its real window lengths, and the sweep planned from them (issue 32 item 3) -------
+note ""
+note "## g. benchmarks/bench_subset_steps.py (BERT-base, bf16, --attention auto, each subset's release settings), bench_sweep_model.py"
+if [ "$TINY" = 1 ]; then SUBSET_STEPS=(--tiny --sample-steps 2 --warmup-steps 1 --questions 20); else SUBSET_STEPS=(--budget 100); fi
+run_step g-subset-steps 150 60 "${OWN_CACHE[@]}" "$PY" benchmarks/bench_subset_steps.py --vocab "$CARRY/vocab.txt" \
+  "${SUBSET_STEPS[@]}" --train "cmrc2018=$TRAIN" --train "c3=$CARRY/data/c3-train.json" --json "$OUT/g-subset-steps.json"
+note "- g-subset-steps: $STEP_STATUS, ${STEP_WALL} s"
+[ -f "$OUT/g-subset-steps.log" ] && grep '^|\|^device\|^not measured\|^total' "$OUT/g-subset-steps.log" | tee -a "$SUMMARY"
+if [ -f "$OUT/g-subset-steps.json" ]; then
+  "$PY" benchmarks/bench_sweep_model.py --steps "$OUT/g-subset-steps.json" > "$OUT/g-sweep-model.log" 2>&1
+  tee -a "$SUMMARY" < "$OUT/g-sweep-model.log"
+fi
+
+# ---- c2: fused kernels, from an empty inductor cache -----------------------------------------------------------------
+note ""
+note "## c2. scripts/run_cmrc2018.sh --fused_kernels True (its regions compiled from an empty inductor cache)"
 release_run c2-fused-kernels 180 80 "$AS_ON_CUDA --fused_kernels True"
 
 # ---- d: where a step's time goes ----------------------------------------------------------------------------------
@@ -198,9 +227,14 @@ run_step d-profile 120 50 "${OWN_CACHE[@]}" "$PY" benchmarks/profile_step.py --t
 note "- d-profile: $STEP_STATUS, ${STEP_WALL} s"
 [ -f "$OUT/d-profile.log" ] && grep '^padded\|^unpadded\|^fused\|^building' "$OUT/d-profile.log" | tee -a "$SUMMARY"
 
-# ---- the lead's slot ----------------------------------------------------------------------------------------------
-# Here the lead adds devcheck/repredict.sh (branch `predictor`) and the `sweep` helper's per-subset step measurement
-# (bench_sweep.py / bench_gpu.py --json), each as a run_step with a cap, before c3, which only fills what time is left.
+# ---- h: the support judge's speed (issue 33) ------------------------------------------------------------------------
+note ""
+note "## h. benchmarks/bench_judge.py --device cuda (random BERTs, SQuAD pairs)"
+if [ "$TINY" = 1 ]; then JUDGE=(--device cpu --shapes minilm --pairs 32 --batch-sizes 8 --repeats 1);
+else JUDGE=(--device cuda --shapes minilm,base,large --batch-sizes 32,128,512 --pairs 2048 --repeats 3); fi
+run_step h-judge 90 40 "$PY" benchmarks/bench_judge.py --subset squad "${JUDGE[@]}"
+note "- h-judge: $STEP_STATUS, ${STEP_WALL} s"
+[ -f "$OUT/h-judge.log" ] && grep '^|\|^device\|judgements' "$OUT/h-judge.log" | tee -a "$SUMMARY"
 
 # ---- c3: the eager padded run, for comparison ----------------------------------------------------------------------
 note ""
@@ -212,3 +246,6 @@ TORCHINDUCTOR_CACHE_DIR="$WORK/inductor-c4" TRITON_CACHE_DIR="$WORK/triton-c4" \
   release_run c4-torch-compile 200 130 "--torch_compile True"
 note ""
 note "total $(( $(date +%s) - START )) s of the ${BUDGET} s budget"
+# few files come back from the device machine: everything but the summary in one archive
+( cd "$OUT" && tar czf "$WORK/logs.tgz" --exclude=summary.md . && mv "$WORK/logs.tgz" . && \
+  find . -mindepth 1 ! -name logs.tgz ! -name summary.md -delete )
