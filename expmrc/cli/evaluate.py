@@ -9,7 +9,7 @@ import sys
 from expmrc.cli.args import add_resampling_arguments
 from expmrc.cli.judge import add_judge_arguments
 from expmrc.data import subsets
-from expmrc.data.datasets import load_dataset
+from expmrc.data.datasets import Dataset, load_dataset
 from expmrc.data.io import check_output_path, write_text_atomic
 from expmrc.errors import ExpmrcError, warn
 from expmrc.metrics.registry import METRICS, select
@@ -86,16 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.details:
         check_output_path(args.details, "file", inputs=args.pairs)
     config = judge_config(args) if args.judge else None
-    reports, datasets = [], []
-    for dataset_arg, prediction_path in zip(args.pairs[::2], args.pairs[1::2]):
-        dataset = load_dataset(dataset_arg, args.subset)
-        report = score_files(dataset, prediction_path, select(args.metrics, dataset), answers_only=True)
-        if problem := no_match_problem(report):
-            raise ExpmrcError(problem)
-        for line in coverage_warnings(report):
-            print(line, file=sys.stderr)
-        reports.append(report)
-        datasets.append(dataset)
+    reports, datasets = _score_pairs(args)
     settings = _resampling(args)
     supports: list[Support | None] = [None] * len(reports)
     if config is not None:
@@ -107,21 +98,50 @@ def run(args: argparse.Namespace) -> int:
     ci = [intervals(r, settings) for r in reports] if settings else [{} for _ in reports]
     sig = signature(reports, settings.describe()) if settings else signature(reports)
     if args.details:
-        lines = []
-        for report, support in zip(reports, supports):
-            labels = [None] * report.total if support is None else support.details()
-            for record, label in zip(report.details(), labels):
-                extra = {} if label is None else {"support": {k: label[k] for k in ("label", "probability", "reply",
-                                                                                   "note")}}
-                lines.append(json.dumps({"subset": report.subset, "predictions": report.prediction_path, **record,
-                                         **extra}, ensure_ascii=False))
-        write_text_atomic(args.details, "\n".join(lines) + "\n")
+        _write_details(args.details, reports, supports)
     if args.json:
         results = [{**r.summary(), **({"CI": _rounded(c)} if settings else {}),
                     **({"support": s.summary()} if s is not None else {})} for r, c, s in zip(reports, ci, supports)]
         extra = {"ci": settings.as_dict()} if settings else {}
         print(json.dumps({"results": results, **extra, "signature": sig}, ensure_ascii=False, indent=1))
         return 0
+    _print_text(reports, ci, settings, supports, sig)
+    return 0
+
+
+def _score_pairs(args: argparse.Namespace) -> tuple[list[Report], list[Dataset]]:
+    """Each DATASET PREDICTIONS pair loaded and scored, its coverage warnings printed; one that matches no
+    question is refused."""
+    reports, datasets = [], []
+    for dataset_arg, prediction_path in zip(args.pairs[::2], args.pairs[1::2]):
+        dataset = load_dataset(dataset_arg, args.subset)
+        report = score_files(dataset, prediction_path, select(args.metrics, dataset), answers_only=True)
+        if problem := no_match_problem(report):
+            raise ExpmrcError(problem)
+        for line in coverage_warnings(report):
+            print(line, file=sys.stderr)
+        reports.append(report)
+        datasets.append(dataset)
+    return reports, datasets
+
+
+def _write_details(path: str, reports: list[Report], supports: list[Support | None]) -> None:
+    """--details: one JSON line per question of every submission, with its support label when judged."""
+    lines = []
+    for report, support in zip(reports, supports):
+        labels = [None] * report.total if support is None else support.details()
+        for record, label in zip(report.details(), labels):
+            extra = {} if label is None else {"support": {k: label[k] for k in ("label", "probability", "reply",
+                                                                               "note")}}
+            lines.append(json.dumps({"subset": report.subset, "predictions": report.prediction_path, **record,
+                                     **extra}, ensure_ascii=False))
+    write_text_atomic(path, "\n".join(lines) + "\n")
+
+
+def _print_text(reports: list[Report], ci: list[dict], settings: Resampling | None, supports: list[Support | None],
+                sig: str) -> None:
+    """The tables: the leaderboard's figures, their intervals, the added figures and notes, support, and the
+    figures by question type, then the signatures."""
     print(_table(["subset", "predictions", "ANS_F1", "ANS_EM", "EVI_F1", "ALL_F1", "TOTAL", "SKIP"], 2,
                  [[r.subset, r.prediction_path, *(_figure(r.mean(k)) for k in ("answer", "exact", "evidence", "overall")),
                    str(r.total), str(r.skipped)] for r in reports]))
@@ -146,7 +166,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nsignature: {sig}")
     for line in dict.fromkeys(s.signature for s in supports if s is not None):
         print(f"support signature: {line}")
-    return 0
 
 
 def _print_support(supports: list[Support | None]) -> None:

@@ -85,12 +85,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model name at the endpoint, or a local folder (--backend transformers)")
     parser.add_argument("--output", metavar="RUN_DIR", help="the run folder to write (required unless --export-batch)")
     parser.add_argument("--overwrite", action="store_true", help="replace a RUN_DIR that exists")
+    _add_endpoint_arguments(parser, config)
+    _add_prompt_arguments(parser, config)
+    _add_sampling_arguments(parser, config)
+    _add_request_arguments(parser, config)
+    _add_cache_arguments(parser)
+    parser.add_argument("--limit", type=integer_in(1, 10**9), metavar="N",
+                        help="only the first N questions (scores over those; RUN_DIR/dataset.json holds exactly them)")
+    parser.add_argument("--price", type=price, metavar="IN,OUT", help="dollars per million prompt,completion tokens: adds the cost")
+    parser.add_argument("--export-batch", metavar="FILE", help="write the requests as OpenAI Batch JSONL and stop")
+    parser.add_argument("--import-batch", metavar="FILE", help="take the replies from an OpenAI Batch output file")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_judge_arguments(parser)
+
+
+def _add_endpoint_arguments(parser: argparse.ArgumentParser, config: LLMConfig) -> None:
+    """Where the model is: the backend, the endpoint's URL and its key's variable."""
     parser.add_argument("--backend", choices=BACKENDS.names(), default=config.backend,
                         help="; ".join(f"{name}: {kind.summary}" for name, kind in BACKENDS.items())
                         + " (default %(default)s)")
     parser.add_argument("--base-url", default=config.base_url, help="the endpoint's URL, up to /v1 (default %(default)s)")
     parser.add_argument("--api-key-env", default=config.api_key_env, metavar="VAR",
                         help="environment variable holding the API key (default %(default)s; unset is fine for local servers)")
+
+
+def _add_prompt_arguments(parser: argparse.ArgumentParser, config: LLMConfig) -> None:
+    """What the model is asked: the template, evidence form, prompt, system turn, structured output and shots."""
     parser.add_argument("--template", choices=tuple(TEMPLATES), help="a registered prompt template (see above)")
     parser.add_argument("--evidence-form", choices=FORMS,
                         help="quote: the evidence copied from the passage; ids: the passage's sentences numbered, the "
@@ -110,6 +130,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shots-file", metavar="FILE", help="labelled examples to draw from (e.g. `expmrc pseudo` output)")
     parser.add_argument("--allow-dev-shots", action="store_true",
                         help="accept examples from the dev set being scored; the run is marked as using it")
+
+
+def _add_sampling_arguments(parser: argparse.ArgumentParser, config: LLMConfig) -> None:
+    """How replies are drawn: seed, temperature, samples per question, top-p and length."""
     parser.add_argument("--seed", type=integer_in(0, 2**31 - 1), default=config.seed,
                         help="seed for shots and sampling (default %(default)s)")
     parser.add_argument("--temperature", type=number_in(0.0, 2.0), default=config.temperature,
@@ -121,6 +145,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="nucleus sampling, 0 to 1 (default %(default)g)")
     parser.add_argument("--max-tokens", type=integer_in(1, 131072), default=config.max_tokens,
                         help="reply length limit (default %(default)s)")
+
+
+def _add_request_arguments(parser: argparse.ArgumentParser, config: LLMConfig) -> None:
+    """How requests are sent: concurrency, batch size, device, retries, backoff and timeout."""
     parser.add_argument("--concurrency", type=integer_in(1, 1024), default=config.concurrency,
                         help="requests in flight at once, 1 to 1024 (default %(default)s; the transformers backend "
                              "batches instead)")
@@ -137,19 +165,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=number_in(1.0, 86400.0), default=config.timeout,
                         help="seconds per request, and the longest Ctrl-C waits for requests in flight "
                              "(default %(default)g)")
+
+
+def _add_cache_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where replies are cached, and which cached replies count."""
     parser.add_argument("--cache", metavar="FILE", help="response cache (default $EXPMRC_CACHE/llm-responses.sqlite, "
                         "else ~/.cache/expmrc/llm-responses.sqlite)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     parser.add_argument("--cache-old-keys", action="store_true",
                         help="also use replies cached by expmrc before the key named the server (they may come from "
                              "another server or weights behind the same model name)")
-    parser.add_argument("--limit", type=integer_in(1, 10**9), metavar="N",
-                        help="only the first N questions (scores over those; RUN_DIR/dataset.json holds exactly them)")
-    parser.add_argument("--price", type=price, metavar="IN,OUT", help="dollars per million prompt,completion tokens: adds the cost")
-    parser.add_argument("--export-batch", metavar="FILE", help="write the requests as OpenAI Batch JSONL and stop")
-    parser.add_argument("--import-batch", metavar="FILE", help="take the replies from an OpenAI Batch output file")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_judge_arguments(parser)
 
 
 def resume_command(args: argparse.Namespace) -> str:

@@ -197,22 +197,7 @@ def span_questions(path: str, articles: list) -> Any:
                 name = f"question {qid}"
                 if not isinstance(qa.get("question"), str):
                     raise ExpmrcError(f"{path}: {name}: `question` must be a string, got {json_kind(qa.get('question'))}")
-                answers = qa.get("answers")
-                if not isinstance(answers, list) or not answers:
-                    raise ExpmrcError(f"{path}: {name}: `answers` must be a non-empty list of objects with `text`")
-                starts = []
-                for i, answer in enumerate(answers):
-                    if not isinstance(answer, dict) or not _is_text(answer.get("text")):
-                        got = json_kind(answer.get("text")) if isinstance(answer, dict) else json_kind(answer)
-                        raise ExpmrcError(f"{path}: {name}: answers[{i}] must be an object whose `text` is a "
-                                          f"string, got {got}")
-                    start = answer.get("answer_start")
-                    if start is not None and (not isinstance(start, int) or isinstance(start, bool)
-                                              or not -1 <= start <= len(context)):
-                        raise ExpmrcError(f"{path}: {name}: answers[{i}].answer_start must be a character offset "
-                                          f"from 0 to {len(context)} (or -1 for unknown), got "
-                                          f"{start if _is_number(start) else json_kind(start)}")
-                    starts.append(start)
+                answers, starts = _span_answers(path, name, qa.get("answers"), context)
                 evidences = qa.get("evidences")
                 if evidences is not None:
                     evidences = _texts(path, name, "evidences", evidences)
@@ -220,7 +205,7 @@ def span_questions(path: str, articles: list) -> Any:
                     qid=qid,
                     question=qa["question"],
                     context=context,
-                    answers=[x["text"] for x in answers],
+                    answers=answers,
                     answer_starts=starts,
                     evidences=evidences,
                     title=title if isinstance(title, str) else "",
@@ -229,6 +214,27 @@ def span_questions(path: str, articles: list) -> Any:
     if numeric_ids:
         warn(f"{path}: {len(numeric_ids)} question id(s) are JSON numbers, not strings (first: {numeric_ids[0]}); "
              "the leaderboard matches no prediction to them, so they score as unanswered")
+
+
+def _span_answers(path: str, name: str, answers: Any, context: str) -> tuple[list[Any], list[int | None]]:
+    """A span question's `answers` checked (a non-empty list of objects with a `text`): their texts, and their
+    `answer_start`s (a character offset into `context`, -1 for unknown, None where absent)."""
+    if not isinstance(answers, list) or not answers:
+        raise ExpmrcError(f"{path}: {name}: `answers` must be a non-empty list of objects with `text`")
+    starts = []
+    for i, answer in enumerate(answers):
+        if not isinstance(answer, dict) or not _is_text(answer.get("text")):
+            got = json_kind(answer.get("text")) if isinstance(answer, dict) else json_kind(answer)
+            raise ExpmrcError(f"{path}: {name}: answers[{i}] must be an object whose `text` is a "
+                              f"string, got {got}")
+        start = answer.get("answer_start")
+        if start is not None and (not isinstance(start, int) or isinstance(start, bool)
+                                  or not -1 <= start <= len(context)):
+            raise ExpmrcError(f"{path}: {name}: answers[{i}].answer_start must be a character offset "
+                              f"from 0 to {len(context)} (or -1 for unknown), got "
+                              f"{start if _is_number(start) else json_kind(start)}")
+        starts.append(start)
+    return [x["text"] for x in answers], starts
 
 
 def choice_questions(path: str, samples: list) -> Any:

@@ -124,15 +124,18 @@ def card(written: list[Exported], loaded: list[Dataset], split: str) -> str:
     import yaml  # PyYAML comes with `datasets`
 
     header = yaml.safe_dump(card_metadata(written, loaded, split), sort_keys=False, allow_unicode=True)
+    sections = (_card_overview(written, split), _card_columns(written[0].subset, split), _card_licence())
+    return f"---\n{header}---\n\n" + "\n\n".join(sections) + "\n"
+
+
+def _card_overview(written: list[Exported], split: str) -> str:
+    """The card's first section: what ExpMRC is, a row per config (subset, questions, file, source, round trip)
+    and how to load one."""
     configs = "\n".join(f"| `{w.subset}` | {subsets.subset(w.subset).display} | {w.rows} | `{w.file}` | "
                         f"{subsets.subset(w.subset).source} | {'exact' if w.difference is None else 'differs at `' + w.difference + '`'} |"
                         for w in written)
-    names = "/".join(f"`{name}`" for name in subsets.names())
     first = written[0].subset
-    return f"""---
-{header}---
-
-# ExpMRC
+    return f"""# ExpMRC
 
 ExpMRC (Cui et al., 2022) asks a reading-comprehension system for the answer to each question and a
 passage span that is its evidence. SQuAD and CMRC 2018 are span extraction (English, Chinese), RACE+
@@ -146,9 +149,13 @@ per question.
 ```python
 from datasets import load_dataset
 questions = load_dataset("PATH/TO/THIS/FOLDER", "{first}", split="{split}")
-```
+```"""
 
-## Columns
+
+def _card_columns(first: str, split: str) -> str:
+    """The card's Columns section: what each column holds, and how rows go back to ExpMRC JSON."""
+    names = "/".join(f"`{name}`" for name in subsets.names())
+    return f"""## Columns
 
 | column | holds |
 | --- | --- |
@@ -168,9 +175,12 @@ exact, the source document itself, key order aside):
 import json
 from expmrc.data.rows import document
 json.dump(document(questions), open("expmrc-{first}-{split}.json", "w"), ensure_ascii=False)
-```
+```"""
 
-## Licence
+
+def _card_licence() -> str:
+    """The card's Licence and Citation sections."""
+    return f"""## Licence
 
 The ExpMRC data are released by their authors under CC BY-SA 4.0 ({LICENSE}); they are built on the
 datasets named above, whose terms also apply. Cite the ExpMRC paper and the source datasets when you
@@ -180,5 +190,4 @@ use them.
 
 ```bibtex
 {CITATION}
-```
-"""
+```"""

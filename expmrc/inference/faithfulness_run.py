@@ -24,7 +24,7 @@ from expmrc.errors import ExpmrcError
 from expmrc.inference.rerun import FineTuned
 from expmrc.inference.task_predictor import Predicted
 from expmrc.metrics.coupling import option_index
-from expmrc.metrics.faithfulness import (Deletions, Erasure, answer_changed, erasure_figures,
+from expmrc.metrics.faithfulness import (Deletions, Erasure, FactOrder, answer_changed, erasure_figures,
                                          farm, order_facts, up_to)
 from expmrc.metrics.leaderboard import exact_match
 from expmrc.text.sentences import Sentence, split_sentences
@@ -151,6 +151,30 @@ def _predicted(model: FineTuned, questions: Sequence[Question], dataset: Dataset
         raise ExpmrcError(f"{dataset.path}: {exc}") from None
 
 
+def _edited_passages(question: Question, first: Predicted, max_k: int,
+                     dataset: Dataset) -> tuple[dict[str, str], FactOrder]:
+    """One question's edited passages by name (`without` the predicted evidence, the evidence `only`, and without
+    the first j `relevant-j` and `irrelevant-j` facts), and the order of its facts they follow."""
+    passage = passage_of(question)
+    sentences = split_sentences(passage)
+    prediction = first.predictions[question.qid]
+    evidence_start = prediction.get("evidence_start")
+    span = (evidence_start, evidence_start + len(prediction["evidence"])) if evidence_start is not None \
+        else (0, 0)
+    scores = sentence_scores(sentences, first.nbest[question.qid]["evidence"])
+    try:
+        order = order_facts(sentences, scores, span)
+    except ValueError as exc:
+        raise ExpmrcError(f"{dataset.path}: question {question.qid}: {exc}") from None
+    texts = {"without": without_spans(passage, [span]) if span[1] > span[0] else passage,
+             "only": prediction["evidence"]}
+    for group, facts in (("relevant", order.relevant), ("irrelevant", order.irrelevant)):
+        for j in range(1, min(max_k, len(facts)) + 1):
+            texts[f"{group}-{j}"] = without_spans(passage, [(sentences[i].start, sentences[i].end)
+                                                            for i in up_to(facts, j)])
+    return texts, order
+
+
 def run_faithfulness(model: FineTuned, dataset: Dataset, max_k: int, progress: bool = True) -> Faithfulness:
     """Edit, re-predict and score every question of `dataset` (module docstring)."""
     if isinstance(max_k, bool) or not isinstance(max_k, int) or max_k < 1:
@@ -173,23 +197,7 @@ def run_faithfulness(model: FineTuned, dataset: Dataset, max_k: int, progress: b
         edits: list[Question] = []
         plans = []
         for question in chunk:
-            passage = passage_of(question)
-            sentences = split_sentences(passage)
-            prediction = first.predictions[question.qid]
-            evidence_start = prediction.get("evidence_start")
-            span = (evidence_start, evidence_start + len(prediction["evidence"])) if evidence_start is not None \
-                else (0, 0)
-            scores = sentence_scores(sentences, first.nbest[question.qid]["evidence"])
-            try:
-                order = order_facts(sentences, scores, span)
-            except ValueError as exc:
-                raise ExpmrcError(f"{dataset.path}: question {question.qid}: {exc}") from None
-            texts = {"without": without_spans(passage, [span]) if span[1] > span[0] else passage,
-                     "only": prediction["evidence"]}
-            for group, facts in (("relevant", order.relevant), ("irrelevant", order.irrelevant)):
-                for j in range(1, min(max_k, len(facts)) + 1):
-                    texts[f"{group}-{j}"] = without_spans(passage, [(sentences[i].start, sentences[i].end)
-                                                                    for i in up_to(facts, j)])
+            texts, order = _edited_passages(question, first, max_k, dataset)
             variants = {}
             for name, text in texts.items():
                 variants[name] = f"edit-{len(edits)}"
