@@ -64,6 +64,23 @@ def register(template: PromptTemplate) -> PromptTemplate:
     return TEMPLATES.add(template.name, template)
 
 
+# The pieces the built-in templates share, per language. A template's text never changes under its version (its
+# sha256 is pinned in tests/llm/test_prompts.py), so a shared piece is never edited; a new version gets its own.
+ROLE_SPAN_EN = "You answer reading comprehension questions. The answer is a short span copied from the passage. "
+ROLE_CHOICE_EN = "You answer multiple-choice reading comprehension questions. "
+ROLE_SPAN_ZH = "你是阅读理解答题助手。答案是从文章中原样摘取的一个简短片段。"
+ROLE_CHOICE_ZH = "你是阅读理解选择题答题助手。"
+QUESTION_EN = "Question: {{ question }}\n\n"
+QUESTION_ZH = "问题：{{ question }}\n\n"
+PASSAGE_EN = "Passage:\n{{ passage }}\n\n" + QUESTION_EN
+PASSAGE_ZH = "文章：\n{{ passage }}\n\n" + QUESTION_ZH
+OPTIONS_EN = "Options:\n{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
+OPTIONS_ZH = "选项：\n{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
+JSON_ONLY_EN = "Reply with JSON only, no other text: "
+JSON_ONLY_ZH = "只回复 JSON，不要其他内容："
+JSON_LAST_EN = "Then end your reply with one JSON object on a line of its own, with nothing after it: "  # chain of thought
+JSON_LAST_ZH = "最后单独一行给出一个 JSON 对象，其后不要再写任何内容："
+
 # The JSON reply every template asks for, per task and language.
 SPAN_JSON_EN = ('{"answer": "<the shortest passage span that answers the question>", '
                 '"evidence": "<the supporting sentence(s), copied verbatim from the passage>"}')
@@ -74,140 +91,111 @@ CHOICE_JSON_ZH = '{"answer": "<正确选项的字母>", "evidence": "<支持答�
 
 register(PromptTemplate(
     name="span-en-v1", version=1, task="span", language="en",
-    system="You answer reading comprehension questions. The answer is a short span copied from the passage. "
-           "Also quote, word for word, the passage sentence(s) that support the answer.",
-    user="Passage:\n{{ passage }}\n\nQuestion: {{ question }}\n\n"
-         "Reply with JSON only, no other text: " + SPAN_JSON_EN,
+    system=ROLE_SPAN_EN + "Also quote, word for word, the passage sentence(s) that support the answer.",
+    user=PASSAGE_EN + JSON_ONLY_EN + SPAN_JSON_EN,
 ))
 register(PromptTemplate(
     name="choice-en-v1", version=1, task="choice", language="en",
-    system="You answer multiple-choice reading comprehension questions. "
-           "Also quote, word for word, the passage sentence(s) that support the answer.",
-    user="Passage:\n{{ passage }}\n\nQuestion: {{ question }}\n\nOptions:\n"
-         "{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
-         "Reply with JSON only, no other text: " + CHOICE_JSON_EN,
+    system=ROLE_CHOICE_EN + "Also quote, word for word, the passage sentence(s) that support the answer.",
+    user=PASSAGE_EN + OPTIONS_EN + JSON_ONLY_EN + CHOICE_JSON_EN,
 ))
 register(PromptTemplate(
     name="span-zh-v1", version=1, task="span", language="zh",
-    system="你是阅读理解答题助手。答案是从文章中原样摘取的一个简短片段。同时请逐字引用文章中支持该答案的句子。",
-    user="文章：\n{{ passage }}\n\n问题：{{ question }}\n\n"
-         "只回复 JSON，不要其他内容：" + SPAN_JSON_ZH,
+    system=ROLE_SPAN_ZH + "同时请逐字引用文章中支持该答案的句子。",
+    user=PASSAGE_ZH + JSON_ONLY_ZH + SPAN_JSON_ZH,
 ))
 register(PromptTemplate(
     name="choice-zh-v1", version=1, task="choice", language="zh",
-    system="你是阅读理解选择题答题助手。同时请逐字引用文章中支持该答案的句子。",
-    user="文章：\n{{ passage }}\n\n问题：{{ question }}\n\n选项：\n"
-         "{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
-         "只回复 JSON，不要其他内容：" + CHOICE_JSON_ZH,
+    system=ROLE_CHOICE_ZH + "同时请逐字引用文章中支持该答案的句子。",
+    user=PASSAGE_ZH + OPTIONS_ZH + JSON_ONLY_ZH + CHOICE_JSON_ZH,
 ))
 
 # Chain of thought: the same questions, the reasoning first, the JSON object last (and nothing after it).
 register(PromptTemplate(
     name="span-en-cot-v1", version=1, task="span", language="en", reasoning=True,
-    system="You answer reading comprehension questions. The answer is a short span copied from the passage. "
-           "Think step by step before answering, then quote, word for word, the passage sentence(s) that support "
-           "the answer.",
-    user="Passage:\n{{ passage }}\n\nQuestion: {{ question }}\n\n"
-         "First reason step by step: find the passage sentence(s) that answer the question and say briefly how "
-         "they answer it. Then end your reply with one JSON object on a line of its own, with nothing after it: "
-         + SPAN_JSON_EN,
+    system=ROLE_SPAN_EN + "Think step by step before answering, then quote, word for word, the passage sentence(s) "
+                          "that support the answer.",
+    user=PASSAGE_EN + "First reason step by step: find the passage sentence(s) that answer the question and say "
+                      "briefly how they answer it. " + JSON_LAST_EN + SPAN_JSON_EN,
 ))
 register(PromptTemplate(
     name="choice-en-cot-v1", version=1, task="choice", language="en", reasoning=True,
-    system="You answer multiple-choice reading comprehension questions. Think step by step before answering, "
-           "then quote, word for word, the passage sentence(s) that support the answer.",
-    user="Passage:\n{{ passage }}\n\nQuestion: {{ question }}\n\nOptions:\n"
-         "{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
-         "First reason step by step: find the passage sentence(s) that bear on the question and check each option "
-         "against them. Then end your reply with one JSON object on a line of its own, with nothing after it: "
-         + CHOICE_JSON_EN,
+    system=ROLE_CHOICE_EN + "Think step by step before answering, then quote, word for word, the passage "
+                            "sentence(s) that support the answer.",
+    user=PASSAGE_EN + OPTIONS_EN + "First reason step by step: find the passage sentence(s) that bear on the "
+                                   "question and check each option against them. " + JSON_LAST_EN + CHOICE_JSON_EN,
 ))
 register(PromptTemplate(
     name="span-zh-cot-v1", version=1, task="span", language="zh", reasoning=True,
-    system="你是阅读理解答题助手。答案是从文章中原样摘取的一个简短片段。请先逐步思考再作答，并逐字引用文章中支持该答案的句子。",
-    user="文章：\n{{ passage }}\n\n问题：{{ question }}\n\n"
-         "请先逐步推理：找出文章中能回答问题的句子，并简要说明它们如何回答问题。"
-         "最后单独一行给出一个 JSON 对象，其后不要再写任何内容：" + SPAN_JSON_ZH,
+    system=ROLE_SPAN_ZH + "请先逐步思考再作答，并逐字引用文章中支持该答案的句子。",
+    user=PASSAGE_ZH + "请先逐步推理：找出文章中能回答问题的句子，并简要说明它们如何回答问题。" + JSON_LAST_ZH + SPAN_JSON_ZH,
 ))
 register(PromptTemplate(
     name="choice-zh-cot-v1", version=1, task="choice", language="zh", reasoning=True,
-    system="你是阅读理解选择题答题助手。请先逐步思考再作答，并逐字引用文章中支持该答案的句子。",
-    user="文章：\n{{ passage }}\n\n问题：{{ question }}\n\n选项：\n"
-         "{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
-         "请先逐步推理：找出文章中与问题相关的句子，并逐一核对各选项。"
-         "最后单独一行给出一个 JSON 对象，其后不要再写任何内容：" + CHOICE_JSON_ZH,
+    system=ROLE_CHOICE_ZH + "请先逐步思考再作答，并逐字引用文章中支持该答案的句子。",
+    user=PASSAGE_ZH + OPTIONS_ZH + "请先逐步推理：找出文章中与问题相关的句子，并逐一核对各选项。" + JSON_LAST_ZH
+         + CHOICE_JSON_ZH,
 ))
 
 # Citations by sentence number (`--evidence-form ids`): the passage one numbered sentence a line, the evidence a
 # list of those numbers.
-NUMBERED_EN = "Passage, one numbered sentence a line:\n{% for s in sentences %}[{{ s.number }}] {{ s.text }}\n{% endfor %}"
-NUMBERED_ZH = "文章（每行一句，已编号）：\n{% for s in sentences %}[{{ s.number }}] {{ s.text }}\n{% endfor %}"
+NUMBERED_EN = "Passage, one numbered sentence a line:\n{% for s in sentences %}[{{ s.number }}] {{ s.text }}\n{% endfor %}\n"
+NUMBERED_ZH = "文章（每行一句，已编号）：\n{% for s in sentences %}[{{ s.number }}] {{ s.text }}\n{% endfor %}\n"
 SPAN_IDS_EN = ('{"answer": "<the shortest passage span that answers the question>", '
                '"evidence": [<the number(s) of the sentence(s) that support the answer>]}')
 CHOICE_IDS_EN = ('{"answer": "<the letter of the correct option>", '
                  '"evidence": [<the number(s) of the sentence(s) that support the answer>]}')
 SPAN_IDS_ZH = '{"answer": "<文章中能回答问题的最短片段>", "evidence": [<支持答案的句子的编号>]}'
 CHOICE_IDS_ZH = '{"answer": "<正确选项的字母>", "evidence": [<支持答案的句子的编号>]}'
-OPTIONS_EN = "Options:\n{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
-OPTIONS_ZH = "选项：\n{% for option in options %}{{ option.label }}. {{ option.text }}\n{% endfor %}\n"
 CITE_EN = "Also cite, by their numbers, the passage sentence(s) that support the answer."
 CITE_ZH = "同时请按编号引用文章中支持该答案的句子。"
 
 register(PromptTemplate(
     name="span-en-ids-v1", version=1, task="span", language="en", evidence_form="ids",
-    system="You answer reading comprehension questions. The answer is a short span copied from the passage. " + CITE_EN,
-    user=NUMBERED_EN + "\nQuestion: {{ question }}\n\nReply with JSON only, no other text: " + SPAN_IDS_EN,
+    system=ROLE_SPAN_EN + CITE_EN,
+    user=NUMBERED_EN + QUESTION_EN + JSON_ONLY_EN + SPAN_IDS_EN,
 ))
 register(PromptTemplate(
     name="choice-en-ids-v1", version=1, task="choice", language="en", evidence_form="ids",
-    system="You answer multiple-choice reading comprehension questions. " + CITE_EN,
-    user=NUMBERED_EN + "\nQuestion: {{ question }}\n\n" + OPTIONS_EN
-         + "Reply with JSON only, no other text: " + CHOICE_IDS_EN,
+    system=ROLE_CHOICE_EN + CITE_EN,
+    user=NUMBERED_EN + QUESTION_EN + OPTIONS_EN + JSON_ONLY_EN + CHOICE_IDS_EN,
 ))
 register(PromptTemplate(
     name="span-zh-ids-v1", version=1, task="span", language="zh", evidence_form="ids",
-    system="你是阅读理解答题助手。答案是从文章中原样摘取的一个简短片段。" + CITE_ZH,
-    user=NUMBERED_ZH + "\n问题：{{ question }}\n\n只回复 JSON，不要其他内容：" + SPAN_IDS_ZH,
+    system=ROLE_SPAN_ZH + CITE_ZH,
+    user=NUMBERED_ZH + QUESTION_ZH + JSON_ONLY_ZH + SPAN_IDS_ZH,
 ))
 register(PromptTemplate(
     name="choice-zh-ids-v1", version=1, task="choice", language="zh", evidence_form="ids",
-    system="你是阅读理解选择题答题助手。" + CITE_ZH,
-    user=NUMBERED_ZH + "\n问题：{{ question }}\n\n" + OPTIONS_ZH + "只回复 JSON，不要其他内容：" + CHOICE_IDS_ZH,
+    system=ROLE_CHOICE_ZH + CITE_ZH,
+    user=NUMBERED_ZH + QUESTION_ZH + OPTIONS_ZH + JSON_ONLY_ZH + CHOICE_IDS_ZH,
 ))
 register(PromptTemplate(
     name="span-en-ids-cot-v1", version=1, task="span", language="en", reasoning=True, evidence_form="ids",
-    system="You answer reading comprehension questions. The answer is a short span copied from the passage. "
-           "Think step by step before answering, then cite, by their numbers, the passage sentence(s) that support "
-           "the answer.",
-    user=NUMBERED_EN + "\nQuestion: {{ question }}\n\n"
-         "First reason step by step: find the numbered sentence(s) that answer the question and say briefly how "
-         "they answer it. Then end your reply with one JSON object on a line of its own, with nothing after it: "
-         + SPAN_IDS_EN,
+    system=ROLE_SPAN_EN + "Think step by step before answering, then cite, by their numbers, the passage "
+                          "sentence(s) that support the answer.",
+    user=NUMBERED_EN + QUESTION_EN + "First reason step by step: find the numbered sentence(s) that answer the "
+                                     "question and say briefly how they answer it. " + JSON_LAST_EN + SPAN_IDS_EN,
 ))
 register(PromptTemplate(
     name="choice-en-ids-cot-v1", version=1, task="choice", language="en", reasoning=True, evidence_form="ids",
-    system="You answer multiple-choice reading comprehension questions. Think step by step before answering, "
-           "then cite, by their numbers, the passage sentence(s) that support the answer.",
-    user=NUMBERED_EN + "\nQuestion: {{ question }}\n\n" + OPTIONS_EN
-         + "First reason step by step: find the numbered sentence(s) that bear on the question and check each "
-           "option against them. Then end your reply with one JSON object on a line of its own, with nothing after "
-           "it: " + CHOICE_IDS_EN,
+    system=ROLE_CHOICE_EN + "Think step by step before answering, then cite, by their numbers, the passage "
+                            "sentence(s) that support the answer.",
+    user=NUMBERED_EN + QUESTION_EN + OPTIONS_EN + "First reason step by step: find the numbered sentence(s) that "
+         "bear on the question and check each option against them. " + JSON_LAST_EN + CHOICE_IDS_EN,
 ))
 register(PromptTemplate(
     name="span-zh-ids-cot-v1", version=1, task="span", language="zh", reasoning=True, evidence_form="ids",
-    system="你是阅读理解答题助手。答案是从文章中原样摘取的一个简短片段。请先逐步思考再作答，并按编号引用文章中支持该答案的句子。",
-    user=NUMBERED_ZH + "\n问题：{{ question }}\n\n"
-         "请先逐步推理：找出能回答问题的编号句子，并简要说明它们如何回答问题。"
-         "最后单独一行给出一个 JSON 对象，其后不要再写任何内容：" + SPAN_IDS_ZH,
+    system=ROLE_SPAN_ZH + "请先逐步思考再作答，并按编号引用文章中支持该答案的句子。",
+    user=NUMBERED_ZH + QUESTION_ZH + "请先逐步推理：找出能回答问题的编号句子，并简要说明它们如何回答问题。" + JSON_LAST_ZH
+         + SPAN_IDS_ZH,
 ))
 register(PromptTemplate(
     name="choice-zh-ids-cot-v1", version=1, task="choice", language="zh", reasoning=True, evidence_form="ids",
-    system="你是阅读理解选择题答题助手。请先逐步思考再作答，并按编号引用文章中支持该答案的句子。",
-    user=NUMBERED_ZH + "\n问题：{{ question }}\n\n" + OPTIONS_ZH
-         + "请先逐步推理：找出与问题相关的编号句子，并逐一核对各选项。最后单独一行给出一个 JSON 对象，其后不要再写任何内容："
+    system=ROLE_CHOICE_ZH + "请先逐步思考再作答，并按编号引用文章中支持该答案的句子。",
+    user=NUMBERED_ZH + QUESTION_ZH + OPTIONS_ZH + "请先逐步推理：找出与问题相关的编号句子，并逐一核对各选项。" + JSON_LAST_ZH
          + CHOICE_IDS_ZH,
 ))
-
 
 def default_template(task: str, language: str, form: str = "quote") -> PromptTemplate:
     """The newest registered template for a task, language and evidence form that asks for the JSON reply alone."""

@@ -38,14 +38,10 @@ from typing import Any
 from collections.abc import Iterable, Sequence
 
 from expmrc.data.datasets import SpanQuestion
-from expmrc.metrics.leaderboard import SPECIAL_TOKENS, word_tokens
+from expmrc.metrics.leaderboard import SPECIAL_TOKENS, matches_any, max_over_references, overlap_f1, word_tokens
 from expmrc.metrics.registry import Metric, Values, percent_mean, percent_parts, register
 
 PUNCTUATION = frozenset(t for t in SPECIAL_TOKENS if len(t) == 1)
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
 
 
 def _is_cjk(ch: str) -> bool:
@@ -95,27 +91,17 @@ def longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
 
 
 def _segment_f1(prediction: tuple[str, ...], reference: tuple[str, ...]) -> float:
-    common = longest_common_run(reference, prediction)
-    if common == 0:
-        return 0.0
-    precision = 1.0 * common / len(prediction)
-    recall = 1.0 * common / len(reference)
-    return (2 * precision * recall) / (precision + recall)
+    return overlap_f1(longest_common_run(reference, prediction), len(prediction), len(reference))
 
 
 def cmrc2018_exact_match(prediction: Any, references: Iterable[Any]) -> float:
     """1.0 when the normalized prediction equals some normalized reference, else 0.0 (also with none)."""
-    pred = cmrc2018_normalize(_text(prediction))
-    return float(any(pred == cmrc2018_normalize(_text(ref)) for ref in references))
+    return matches_any(cmrc2018_normalize, prediction, references)
 
 
 def cmrc2018_f1(prediction: Any, references: Iterable[Any]) -> float:
     """Max over references of the longest-common-run F1 of the segmented texts."""
-    pred = cmrc2018_segments(_text(prediction))
-    scores = [_segment_f1(pred, cmrc2018_segments(_text(ref))) for ref in references]
-    if not scores:
-        raise ValueError("cmrc2018_f1 needs at least one reference (the official script fails on none)")
-    return max(scores)
+    return max_over_references(cmrc2018_segments, _segment_f1, prediction, references, "cmrc2018_f1")
 
 
 def score_question(question: SpanQuestion, prediction: Any) -> Values:

@@ -18,10 +18,10 @@ import hashlib
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from expmrc.data.datasets import SpanQuestion
 from expmrc.errors import ExpmrcError
@@ -37,6 +37,7 @@ _DROP_CHARS = frozenset(string.punctuation + "".join(SPECIAL_TOKENS))
 _ARTICLES = frozenset(("a", "an", "the"))
 PUNKT_RESOURCE = "tokenizers/punkt_tab/english/"
 NLTK_HINT = "python -m nltk.downloader punkt_tab"
+T = TypeVar("T")  # what a metric compares: normalized text, tokens, segments
 # NLTK's English Punkt tables (Apache 2.0), copied unchanged into the package with their licence
 # (nltk_data/LICENSE.txt and NOTICE.md): read when NLTK's own search (NLTK_DATA, ~/nltk_data, ...) finds none,
 # so scoring needs no download. Identical files give identical tokens and the same `punkt:` hash in the signature.
@@ -169,9 +170,14 @@ def _normalized(text: str) -> tuple[str, ...]:
     return tuple(normalize(tokenize(text)))
 
 
+def as_text(value: Any) -> str:
+    """A prediction or reference as it is scored: a string as it is, anything else (a JSON number) as str()."""
+    return value if isinstance(value, str) else str(value)
+
+
 def score_tokens(value: Any) -> tuple[str, ...]:
     """The normalized tokens of `str(value)` (memoized: references and predictions repeat a lot)."""
-    return _normalized(value if isinstance(value, str) else str(value))
+    return _normalized(as_text(value))
 
 
 def clear_caches() -> None:
@@ -185,11 +191,16 @@ def token_f1(prediction: tuple[str, ...] | list[str], reference: tuple[str, ...]
     if not prediction or not reference:
         return float(list(prediction) == list(reference))
     common = Counter(reference) & Counter(prediction)
-    same = sum(common.values())
+    return overlap_f1(sum(common.values()), len(prediction), len(reference))
+
+
+def overlap_f1(same: int, predicted: int, reference: int) -> float:
+    """F1 of `same` tokens shared by a prediction of `predicted` tokens and a reference of `reference`, computed
+    as the official SQuAD and CMRC 2018 scripts do (0 when none is shared); each metric counts `same` its way."""
     if same == 0:
         return 0.0
-    precision = 1.0 * same / len(prediction)
-    recall = 1.0 * same / len(reference)
+    precision = 1.0 * same / predicted
+    recall = 1.0 * same / reference
     return (2 * precision * recall) / (precision + recall)
 
 
@@ -213,8 +224,24 @@ def f1(prediction: Any, references: Iterable[Any]) -> float:
 
 def exact_match(prediction: Any, references: Iterable[Any]) -> float:
     """1.0 when the normalized tokens of `prediction` equal those of some reference, else 0.0."""
-    pred = score_tokens(prediction)
-    return float(any(pred == score_tokens(ref) for ref in references))
+    return matches_any(_normalized, prediction, references)
+
+
+def matches_any(view: Callable[[str], Any], prediction: Any, references: Iterable[Any]) -> float:
+    """1.0 when `view` of the prediction's text equals `view` of some reference's, else 0.0 (also with none)."""
+    pred = view(as_text(prediction))
+    return float(any(pred == view(as_text(ref)) for ref in references))
+
+
+def max_over_references(view: Callable[[str], T], score: Callable[[T, T], float], prediction: Any,
+                        references: Iterable[Any], metric: str) -> float:
+    """Max over the references of `score` between the views of the prediction's and the reference's texts;
+    with no reference an error naming `metric`, as the official SQuAD and CMRC 2018 scripts fail on none."""
+    pred = view(as_text(prediction))
+    scores = [score(pred, view(as_text(ref))) for ref in references]
+    if not scores:
+        raise ValueError(f"{metric} needs at least one reference (the official script fails on none)")
+    return max(scores)
 
 
 def score_question(question: Any, prediction: Any) -> dict[str, Any]:

@@ -30,14 +30,11 @@ from typing import Any
 from collections.abc import Iterable, Sequence
 
 from expmrc.data.datasets import SpanQuestion
+from expmrc.metrics.leaderboard import matches_any, max_over_references, overlap_f1
 from expmrc.metrics.registry import Metric, Values, percent_mean, percent_parts, register
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLE = re.compile(r"\b(a|an|the)\b")
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
 
 
 @lru_cache(maxsize=1 << 18)
@@ -53,27 +50,17 @@ def _words(text: str) -> tuple[str, ...]:
 
 
 def _word_f1(prediction: tuple[str, ...], reference: tuple[str, ...]) -> float:
-    same = sum((Counter(prediction) & Counter(reference)).values())
-    if same == 0:
-        return 0.0
-    precision = 1.0 * same / len(prediction)
-    recall = 1.0 * same / len(reference)
-    return (2 * precision * recall) / (precision + recall)
+    return overlap_f1(sum((Counter(prediction) & Counter(reference)).values()), len(prediction), len(reference))
 
 
 def squad_exact_match(prediction: Any, references: Iterable[Any]) -> float:
     """1.0 when the normalized prediction equals some normalized reference, else 0.0 (each as str())."""
-    pred = squad_normalize(_text(prediction))
-    return float(any(pred == squad_normalize(_text(ref)) for ref in references))
+    return matches_any(squad_normalize, prediction, references)
 
 
 def squad_f1(prediction: Any, references: Iterable[Any]) -> float:
     """Max over references of the bag-of-words F1 of the normalized texts (each as str())."""
-    pred = _words(_text(prediction))
-    scores = [_word_f1(pred, _words(_text(ref))) for ref in references]
-    if not scores:
-        raise ValueError("squad_f1 needs at least one reference (the official script fails on none)")
-    return max(scores)
+    return max_over_references(_words, _word_f1, prediction, references, "squad_f1")
 
 
 def score_question(question: SpanQuestion, prediction: Any) -> Values:

@@ -64,3 +64,21 @@ def test_a_cot_run_sends_the_reasoning_prompt_and_reads_the_final_json(tmp_path)
     assert scores["raw"]["ANS_F1"] == 100.0 and scores["parse"]["json"] == 2
     info = json.loads((tmp_path / "run" / "run_info.json").read_text(encoding="utf-8"))
     assert info["template"]["name"] == "choice-zh-cot-v1"
+
+
+# Every built-in template's sha256 (name, version, system and user text), as run_info.json records it. A template's
+# text never changes under its version: runs, caches and papers name it by version. A new template adds its line.
+PINNED = {
+    "span-en-v1": "7da9337ea305bfba", "choice-en-v1": "0ba617de83889a67",
+    "span-zh-v1": "3af491781e982bf5", "choice-zh-v1": "c173d68bc08b6734",
+    "span-en-cot-v1": "a2d83457bb502c03", "choice-en-cot-v1": "42c86b8ccd6971a2",
+    "span-zh-cot-v1": "423ae9ac67bf23e8", "choice-zh-cot-v1": "bab50f82b7d403c8",
+    "span-en-ids-v1": "c84f25527f408075", "choice-en-ids-v1": "e3235aff433e72a3",
+    "span-zh-ids-v1": "32149dd701d352c0", "choice-zh-ids-v1": "22d7e383eed0e3e4",
+    "span-en-ids-cot-v1": "d5a2a214b7e28c9b", "choice-en-ids-cot-v1": "dad63abc41144ff9",
+    "span-zh-ids-cot-v1": "006935917e0c4ac6", "choice-zh-ids-cot-v1": "9789d1163620cbd4",
+}
+
+
+def test_built_in_templates_never_change_under_their_version():
+    assert {name: template.sha256[:16] for name, template in TEMPLATES.items()} == PINNED
