@@ -54,6 +54,12 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+# every character `str.splitlines` breaks a line at, with the escape a message shows instead
+LINE_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", **{c: f"\\x{ord(c):02x}" for c in "\x0b\x0c\x1c\x1d\x1e\x85"},
+                             "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def one_line(text: str) -> str:
-    """`text` with line breaks escaped, so a message is always exactly one line."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    """`text` with every line break escaped (those `str.splitlines` sees too: \\x1e, \\u2028, ...), so a message is
+    always exactly one line."""
+    return text.translate(LINE_BREAKS)

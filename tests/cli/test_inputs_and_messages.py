@@ -218,3 +218,14 @@ def test_kebab_flags_with_the_old_spelling_hidden(spelling):
     assert parser.parse_args(["run", "squad"]).max_k == 4
     shown = parser.format_help()
     assert "--max-k" in shown and "--max_k" not in shown and "--batch_size" not in shown
+
+
+@pytest.mark.parametrize("breaker", ["\x1e", "\x0c", "\u2028", "\x85"])
+def test_an_id_holding_a_line_break_of_any_kind_stays_on_the_error_line(tmp_path, breaker):
+    """Python's splitlines (and many terminals and log readers) break lines at more than \\n: an id holding one is
+    shown escaped, so the refusal is still exactly one line."""
+    dataset = write(tmp_path / "dev.json", SPAN_DATA)
+    preds = write(tmp_path / "p.json", {f"a{breaker}b": {"answer": "x", "evidence": "y"}})
+    status, _, err = run_cli(["evaluate", dataset, preds])
+    assert_refused(status, err, "none of its 1 prediction ids")
+    assert len(err.splitlines()) == 1 and breaker not in err
