@@ -62,10 +62,21 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     if task not in TASK_DEFAULTS:
         raise ValueError(f"task must be one of {sorted(TASK_DEFAULTS)}")
     defaults = TASK_DEFAULTS[task]
-    settings = TASKS[task].defaults
     train = TrainConfig(output_dir="")
     parser = OneLineParser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _model_source_flags(parser)
+    _data_flags(parser, defaults["task_name"])
+    _window_flags(parser, task, TASKS[task].defaults)
+    _optimization_flags(parser, train, defaults["loss_lambda"])
+    _speed_flags(parser, train)
+    _bookkeeping_flags(parser, train)
+    _coupling_flags(parser)
+    _original_tpu_flags(parser)
+    return parser
 
+
+def _model_source_flags(parser: argparse.ArgumentParser) -> None:
+    """Where the encoder and its tokenizer come from: a Hugging Face folder or id, or the original release's files."""
     model = parser.add_argument_group("model (either --model_name_or_path, or the original three files)")
     model.add_argument("--model_name_or_path", default=None,
                        help="a Hugging Face folder or Hub id of any encoder the Auto classes know (BERT, RoBERTa, "
@@ -78,18 +89,20 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
                "lowercase the original release's vocab.txt input (default False, as in the original scripts; "
                "an uncased vocab.txt then warns); a Hugging Face tokenizer keeps its own casing")
 
+
+def _data_flags(parser: argparse.ArgumentParser, task_name: str) -> None:
+    """The data files, the run directory (`Paths`) and what the run does with them."""
     data = parser.add_argument_group("data and outputs")
-    data.add_argument("--task_name", default=defaults["task_name"],
-                      help=f"subset name recorded in run_info.json (default {defaults['task_name']})")
+    data.add_argument("--task_name", default=task_name,
+                      help=f"subset name recorded in run_info.json (default {task_name})")
     data.add_argument("--train_file", default=None, help="training data (SQuAD-style or RACE/C3-style JSON)")
     data.add_argument("--predict_file", default=None, help="data to predict (e.g. an ExpMRC dev set)")
-    data.add_argument("--output_dir", required=True, help="run directory: checkpoints, model, predictions, run_info.json")
-    data.add_argument("--train_tfrecord", default=None,
-                      help="names a feature cache file (not a TFRecord: the original's name is kept) of its own for "
-                           "--train_file (default: a file in the shared --cache_dir); rebuilt when stale")
-    data.add_argument("--predict_tfrecord", default=None,
-                      help="names a feature cache file (not a TFRecord: the original's name is kept) of its own for "
-                           "--predict_file (default: a file in the shared --cache_dir); rebuilt when stale")
+    data.add_argument("--output_dir", required=True,
+                      help="run directory: checkpoints, model, predictions, run_info.json")
+    for split in ("train", "predict"):
+        data.add_argument(f"--{split}_tfrecord", default=None,
+                          help="names a feature cache file (not a TFRecord: the original's name is kept) of its own "
+                               f"for --{split}_file (default: a file in the shared --cache_dir); rebuilt when stale")
     _bool_flag(data, "do_train", False, "train on --train_file")
     _bool_flag(data, "do_predict", False, "predict on --predict_file, writing dev_predictions.json and dev_nbest.json")
     _bool_flag(data, "overwrite_output_dir", False,
@@ -98,22 +111,23 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     _bool_flag(data, "allow_unknown_tokens", False,
                "run even when half or more of the tokens are the tokenizer's unknown token (default False: refused)")
 
-    lengths = parser.add_argument_group("lengths")
-    lengths.add_argument("--max_seq_length", type=int, default=settings.max_seq_length,
-                         help=f"tokens per input window (default {settings.max_seq_length})")
+
+def _window_flags(parser: argparse.ArgumentParser, task: str, settings: TaskSettings) -> None:
+    """The window and decoding lengths: `TaskSettings`' integer fields, one flag each under the field's name."""
     query_help = ("question tokens kept, from its start, before the passage is paired" if task == "span" else
                   "tokens kept of question and option joined, the LAST ones (the option survives)")
-    lengths.add_argument("--max_query_length", type=int, default=settings.max_query_length,
-                         help=f"{query_help} (default {settings.max_query_length})")
-    lengths.add_argument("--doc_stride", type=int, default=settings.doc_stride,
-                         help=f"tokens between window starts (default {settings.doc_stride})")
-    lengths.add_argument("--max_answer_length", type=int, default=settings.max_answer_length,
-                         help=f"longest answer in tokens (default {settings.max_answer_length})")
-    lengths.add_argument("--max_evidence_length", type=int, default=settings.max_evidence_length,
-                         help=f"longest evidence in tokens when decoding (default {settings.max_evidence_length})")
-    lengths.add_argument("--n_best_size", type=int, default=settings.n_best_size,
-                         help=f"candidates kept per question (default {settings.n_best_size})")
+    helps = {"max_seq_length": "tokens per input window", "max_query_length": query_help,
+             "doc_stride": "tokens between window starts", "max_answer_length": "longest answer in tokens",
+             "max_evidence_length": "longest evidence in tokens when decoding",
+             "n_best_size": "candidates kept per question"}
+    lengths = parser.add_argument_group("lengths")
+    for name, text in helps.items():
+        default = getattr(settings, name)
+        lengths.add_argument(f"--{name}", type=int, default=default, help=f"{text} (default {default})")
 
+
+def _optimization_flags(parser: argparse.ArgumentParser, train: TrainConfig, loss_lambda: float) -> None:
+    """Batches, schedule, precision, λ and seed: `TrainConfig`'s defaults, λ the task's."""
     opt = parser.add_argument_group("optimization")
     opt.add_argument("--train_batch_size", type=int, default=train.train_batch_size,
                      help="examples per optimizer step, TOTAL over all devices and accumulation steps "
@@ -129,16 +143,21 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
     opt.add_argument("--warmup_proportion", type=float, default=train.warmup_proportion,
                      help=f"share of steps with linear warm-up (default {train.warmup_proportion:g})")
     opt.add_argument("--weight_decay", type=float, default=train.weight_decay,
-                     help=f"AdamW weight decay, not applied to biases and LayerNorm weights (default {train.weight_decay:g})")
+                     help="AdamW weight decay, not applied to biases and LayerNorm weights "
+                          f"(default {train.weight_decay:g})")
     opt.add_argument("--gradient_accumulation_steps", type=int, default=train.gradient_accumulation_steps,
                      help="micro-batches per optimizer step")
     opt.add_argument("--mixed_precision", choices=("auto", "no", "fp16", "bf16"), default=train.mixed_precision,
                      help="autocast precision; auto (default): bf16 on GPUs and TPUs (fp16 with loss scaling on GPUs "
                           "without bf16), no (FP32) on CPU; fp16 is refused on CPU")
-    opt.add_argument("--loss_lambda", type=float, default=defaults["loss_lambda"],
-                     help=f"weight of the evidence loss: L = L_answer + lambda * L_evidence (default {defaults['loss_lambda']})")
+    opt.add_argument("--loss_lambda", type=float, default=loss_lambda,
+                     help=f"weight of the evidence loss: L = L_answer + lambda * L_evidence (default {loss_lambda})")
     opt.add_argument("--rand_seed", type=int, default=train.seed, help="seed of initialization, data order and dropout")
 
+
+def _speed_flags(parser: argparse.ArgumentParser, train: TrainConfig) -> None:
+    """How fast and in how much memory the same run goes: TF32, batching, torch.compile, the attention path, fused
+    kernels, the feature cache and the checkpoints kept."""
     speed = parser.add_argument_group("speed and memory")
     _bool_flag(speed, "tf32", train.tf32, "let FP32 matmuls on GPUs use TF32 (default True; False for strict FP32)")
     _bool_flag(speed, "group_by_length", train.group_by_length,
@@ -172,19 +191,27 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
                "an empty cache) instead of separate eager kernels (default False until a GPU measurement decides; "
                "docs/benchmarks.md)")
     speed.add_argument("--cache_dir", default=None,
-                       help="feature caches shared by runs (default $EXPMRC_CACHE, else $XDG_CACHE_HOME/expmrc/features, "
-                            "else ~/.cache/expmrc/features); --train_tfrecord/--predict_tfrecord override it")
+                       help="feature caches shared by runs (default $EXPMRC_CACHE, else "
+                            "$XDG_CACHE_HOME/expmrc/features, else ~/.cache/expmrc/features); "
+                            "--train_tfrecord/--predict_tfrecord override it")
     _bool_flag(speed, "keep_final_checkpoints", False,
                "keep the checkpoints of a finished run (default False: model/ holds the result)")
 
+
+def _bookkeeping_flags(parser: argparse.ArgumentParser, train: TrainConfig) -> None:
+    """How often a run writes checkpoints and logs, and how many checkpoints it keeps."""
     runs = parser.add_argument_group("checkpoints and logging")
     runs.add_argument("--save_checkpoints_steps", type=int, default=train.save_checkpoints_steps,
-                      help=f"write a resumable checkpoint every N optimizer steps (default {train.save_checkpoints_steps})")
+                      help="write a resumable checkpoint every N optimizer steps "
+                           f"(default {train.save_checkpoints_steps})")
     runs.add_argument("--keep_checkpoints", type=int, default=train.keep_checkpoints,
                       help="checkpoints kept in OUTPUT_DIR/checkpoints")
     runs.add_argument("--logging_steps", type=int, default=train.logging_steps,
                       help="log loss and learning rate every N steps")
 
+
+def _coupling_flags(parser: argparse.ArgumentParser) -> None:
+    """Answer and evidence trained together: the coupling regularizer (`LossSettings`) and Select & Forget."""
     coupling = parser.add_argument_group("coupling (answer and evidence together; docs/coupling.md)")
     _bool_flag(coupling, "coupling_loss", False,
                "add J = p_a(1-p_e)c1 + (1-p_a)(p_e c2 + (1-p_e)c3) to the loss, unweighted (p_a: the gold answer's "
@@ -196,19 +223,23 @@ def build_parser(task: str, prog: str | None = None, description: str | None = N
                "Select & Forget: train a second model (OUTPUT_DIR/answerer) that answers from the evidence text "
                "alone, and predict the answer from the evidence the first model selects")
 
+
+def _original_tpu_flags(parser: argparse.ArgumentParser) -> None:
+    """`--use_tpu`, and the original TPU-only flags, accepted with `IGNORED_FLAGS`' defaults and otherwise ignored."""
     tpu = parser.add_argument_group("TPU and other original flags (accelerate/torch_xla picks the device; the rest "
                                     "are accepted, not needed, and logged as ignored when given)")
     _bool_flag(tpu, "use_tpu", False, "run on a TPU through torch_xla")
-    tpu.add_argument("--tpu_name", default=None, help="ignored: torch_xla uses the TPU VM's own chips")
-    tpu.add_argument("--tpu_zone", default=None, help="ignored: not needed on a TPU VM")
-    tpu.add_argument("--gcp_project", default=None, help="ignored: not needed on a TPU VM")
-    tpu.add_argument("--master", default=None, help="ignored: no TensorFlow master address is used")
-    tpu.add_argument("--num_tpu_cores", type=int, default=8, help="ignored: the launcher starts one process per core")
-    tpu.add_argument("--iterations_per_loop", type=int, default=1000,
+    ignored = IGNORED_FLAGS
+    tpu.add_argument("--tpu_name", default=ignored["tpu_name"], help="ignored: torch_xla uses the TPU VM's own chips")
+    tpu.add_argument("--tpu_zone", default=ignored["tpu_zone"], help="ignored: not needed on a TPU VM")
+    tpu.add_argument("--gcp_project", default=ignored["gcp_project"], help="ignored: not needed on a TPU VM")
+    tpu.add_argument("--master", default=ignored["master"], help="ignored: no TensorFlow master address is used")
+    tpu.add_argument("--num_tpu_cores", type=int, default=ignored["num_tpu_cores"],
+                     help="ignored: the launcher starts one process per core")
+    tpu.add_argument("--iterations_per_loop", type=int, default=ignored["iterations_per_loop"],
                      help="ignored: there is no TPUEstimator loop (checkpoints follow --save_checkpoints_steps)")
-    _bool_flag(tpu, "verbose_logging", False,
+    _bool_flag(tpu, "verbose_logging", ignored["verbose_logging"],
                "ignored: answers are always passage character spans, so there is no mapping failure to print")
-    return parser
 
 
 def ignored_flags(args: argparse.Namespace) -> list[str]:
