@@ -37,7 +37,7 @@ import shlex
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,21 +54,31 @@ TRAIN_QUESTIONS = {"squad": 87599, "cmrc2018": 10142, "race": 87866, "c3": 11869
 ACCUMULATION = {"base": 1, "large": 4, "tiny": 1}  # run_subset: SIZE=large accumulates 4 micro-batches
 
 
+RELEASE_WINDOWS = {"max_seq_length": 512, "doc_stride": 128, "max_query_length": 64, "max_answer_length": 40}
+
+
 @dataclass
 class Release:
-    """The run scripts' settings (run_subset in scripts/_common.sh), or toy ones for --tiny."""
+    """The run scripts' settings (run_subset in scripts/_common.sh), or toy ones for --tiny: the batches, and the
+    windows and decoding as changes to each task's `TaskSettings` defaults."""
 
-    max_seq_length: int = 512
-    doc_stride: int = 128
-    max_query_length: int = 64
+    windows: dict[str, int] = field(default_factory=lambda: dict(RELEASE_WINDOWS))
     batch: int = 32
     predict_batch: int = 32
     epochs: int = 2
-    max_answer_length: int = 40
 
     @classmethod
     def tiny(cls) -> Release:
-        return cls(max_seq_length=64, doc_stride=32, max_query_length=16, batch=8, predict_batch=16)
+        return cls({**RELEASE_WINDOWS, "max_seq_length": 64, "doc_stride": 32, "max_query_length": 16}, batch=8,
+                   predict_batch=16)
+
+    @property
+    def max_seq_length(self) -> int:
+        return self.windows["max_seq_length"]
+
+    def settings(self, spec: Any) -> Any:
+        """`spec`'s default `TaskSettings` with the release's windows and decoding."""
+        return replace(spec.defaults, **self.windows)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -173,9 +183,7 @@ def windows(subset: str, path: str, tokenizer: Any, release: Release, training: 
     spec = TASKS[KIND[subset]]
     dataset = load_dataset(path, subset) if dev else load_training_set(path, subset)
     chosen = dataset.questions[:questions] if questions else dataset.questions
-    settings = type(spec.defaults)(**{**spec.defaults.as_dict(), "max_seq_length": release.max_seq_length,
-                                      "doc_stride": release.doc_stride, "max_query_length": release.max_query_length})
-    table, report = spec.features(chosen, tokenizer, settings, training, True, False)
+    table, report = spec.features(chosen, tokenizer, release.settings(spec), training, True, False)
     return table, chosen, report.unknown_share
 
 
@@ -288,7 +296,8 @@ def predicted(model: Any, subset: str, dev_path: str, tokenizer: Any, release: R
     outputs = predict(model, WindowDataset(table, False, tokenizer.pad_token_id or 0, pad_multiple,
                                            release.max_seq_length), release.predict_batch, accelerator)
     done = time.perf_counter()
-    TASKS[KIND[subset]].decoder(questions, table, outputs, 20, release.max_answer_length, 128)
+    spec = TASKS[KIND[subset]]
+    spec.decode(questions, table, outputs, release.settings(spec))
     return {"predict_windows": len(table), "predict_features_seconds": built - began, "predict_seconds": done - built,
             "decode_seconds": time.perf_counter() - done}
 
