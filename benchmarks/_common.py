@@ -33,19 +33,33 @@ def bert_config(args: argparse.Namespace) -> Any:
                       max_position_embeddings=max(512, args.seq))
 
 
+def textbook_optimizer(model: torch.nn.Module, total_steps: int = 100_000) -> tuple[torch.optim.Optimizer, Any]:
+    """The runs' AdamW (fused on CUDA) over `model` with its linear schedule: 10 warm-up steps, then decay."""
+    from transformers import get_linear_schedule_with_warmup
+
+    from expmrc.training.loop import parameter_groups
+
+    fused = True if next(model.parameters()).device.type == "cuda" else None
+    optimizer = torch.optim.AdamW(parameter_groups(model, 0.01), lr=3e-5, eps=1e-6, fused=fused)
+    return optimizer, get_linear_schedule_with_warmup(optimizer, 10, total_steps)
+
+
+def textbook_update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any) -> None:
+    """After the backward pass: clip to norm 1, step the optimizer and the schedule, drop the gradients."""
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
 class PlainLoop:
     """The textbook loop: AdamW, linear warm-up/decay, clipping, forward, backward, step."""
 
     def __init__(self, model: torch.nn.Module,
                  make_batch: Callable[[torch.Generator], dict[str, torch.Tensor]]) -> None:
-        from transformers import get_linear_schedule_with_warmup
-
-        from expmrc.training.loop import parameter_groups
-
         self.model = model.train()
         self.make_batch = make_batch
-        self.optimizer = torch.optim.AdamW(parameter_groups(self.model, 0.01), lr=3e-5, eps=1e-6)
-        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, 10, 10_000)
+        self.optimizer, self.scheduler = textbook_optimizer(self.model, 10_000)
         self.generator = torch.Generator().manual_seed(1)
 
     def step(self) -> float:
@@ -54,10 +68,7 @@ class PlainLoop:
         began = time.perf_counter()
         loss = self.model(**batch)["loss"]
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimizer.step()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        textbook_update(self.model, self.optimizer, self.scheduler)
         return time.perf_counter() - began
 
 

@@ -51,6 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+from _common import textbook_optimizer, textbook_update  # noqa: E402
 
 OPTIONS = 4
 SHAPES = {"base": (768, 12), "large": (1024, 24), "tiny": (64, 2)}  # hidden, layers; 64-wide heads, 4x FFN
@@ -116,22 +117,13 @@ def fixed_batch(task: str, ours: bool, rows: int, seq: int) -> dict[str, torch.T
 def plain_step(model: torch.nn.Module, batch: dict[str, Any], precision: str,
                device: torch.device) -> tuple[Callable[[], None], torch.optim.Optimizer]:
     """The plain loop's step for one model (see the module docstring), and its optimizer."""
-    from transformers import get_linear_schedule_with_warmup
-
-    from expmrc.training.loop import parameter_groups
-
-    fused = True if device.type == "cuda" else None
-    optimizer = torch.optim.AdamW(parameter_groups(model, 0.01), lr=3e-5, eps=1e-6, fused=fused)
-    scheduler = get_linear_schedule_with_warmup(optimizer, 10, 100_000)
+    optimizer, scheduler = textbook_optimizer(model)
 
     def step() -> None:
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
             loss = model(**batch)["loss"]
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+        textbook_update(model, optimizer, scheduler)
     return step, optimizer
 
 

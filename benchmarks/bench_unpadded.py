@@ -43,6 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+from _common import textbook_optimizer, textbook_update  # noqa: E402
 from bench_gpu import character_tokenizer, peak_tflops  # noqa: E402
 
 SHAPES = {"tiny": (64, 2), "small": (256, 4), "base": (768, 12), "large": (1024, 24)}  # hidden, layers
@@ -225,15 +226,9 @@ class Runner:
 
     def __init__(self, case: str, config: Any, args: argparse.Namespace, device: torch.device,
                  batches: list[dict[str, torch.Tensor]]) -> None:
-        from transformers import get_linear_schedule_with_warmup
-
-        from expmrc.training.loop import parameter_groups
-
         self.case, self.device, self.precision, self.batches = case, device, args.precision, batches
         self.model = make_case(case, config, args.compile_backend).to(device).train()
-        fused = True if device.type == "cuda" else None
-        self.optimizer = torch.optim.AdamW(parameter_groups(self.model, 0.01), lr=3e-5, eps=1e-6, fused=fused)
-        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, 10, 100_000)
+        self.optimizer, self.scheduler = textbook_optimizer(self.model)
         self.first = 0.0
         self.rounds: list[tuple[float, float, int, int]] = []  # (seconds per step, flops, real tokens, steps)
         self.memory = 0.0
@@ -243,10 +238,7 @@ class Runner:
         with autocast(self.device, self.precision):
             loss = self.model(**inputs)["loss"]
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimizer.step()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        textbook_update(self.model, self.optimizer, self.scheduler)
 
     def timed(self, first: int, steps: int, flops: list[float], tokens: list[int]) -> None:
         """Steps first .. first + steps - 1, the device waited for at both ends only."""

@@ -4,13 +4,12 @@ needs no model package; asking for the real benchmark without a GPU is one line,
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
-from helpers.common import ROOT
+from helpers.common import ROOT, load_benchmark
 from helpers.span_data import make_span_file
 
 SCRIPT = ROOT / "benchmarks" / "bench_gpu.py"
@@ -19,13 +18,6 @@ SCRIPT = ROOT / "benchmarks" / "bench_gpu.py"
 def run(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     return subprocess.run([sys.executable, str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=600)
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_gpu_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow
@@ -49,7 +41,7 @@ def test_tiny_run_prints_every_case_and_the_epoch(tmp_path):
 
 
 def test_the_two_models_take_turns_warm_up_until_settled_and_repeat(monkeypatch, capsys):
-    bench = load_bench()
+    bench = load_benchmark("bench_gpu")
     order: list[tuple[bool, int]] = []
     timed = bench.Case.timed
     times = iter([5.0, 5.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0] + [0.5] * 100)  # a slow first step each, then steady
@@ -79,7 +71,7 @@ def test_the_two_models_take_turns_warm_up_until_settled_and_repeat(monkeypatch,
 
 
 def test_part_two_builds_a_character_vocabulary_when_no_tokenizer_is_given(tmp_path):
-    bench = load_bench()
+    bench = load_benchmark("bench_gpu")
     train = make_span_file(tmp_path / "train.json", 3, seed=1, version="cmrc2018-train")
     train.write_text(train.read_text(encoding="utf-8").replace("the", "北京 the"), encoding="utf-8")
     args = bench.parse(["--tiny", "--train", str(train), "--dev", str(train)])

@@ -4,7 +4,6 @@ decoding timed; its JSON feeds bench_sweep_model.py. Without a GPU the real thin
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -13,7 +12,7 @@ import sys
 
 import pytest
 from helpers.choice_data import choice_file
-from helpers.common import ROOT
+from helpers.common import ROOT, load_benchmark
 from helpers.span_data import make_span_file
 
 SCRIPT = ROOT / "benchmarks" / "bench_subset_steps.py"
@@ -23,15 +22,6 @@ def run(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     env.pop("EXPMRC_DATA", None)
     return subprocess.run([sys.executable, str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=600)
-
-
-def load_bench():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("bench_subset_steps_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow
@@ -74,7 +64,7 @@ def test_the_sampled_tokens_are_those_of_the_batches_the_loop_trained(tmp_path, 
     from expmrc.models.span import SpanModel
     from expmrc.training.loop import TrainConfig, make_accelerator
 
-    bench = load_bench()
+    bench = load_benchmark("bench_subset_steps")
     dev = make_span_file(tmp_path / "dev.json", 12, seed=3, version="expmrc-squad-dev")
     args = bench.parse(["--tiny", "--dev", f"squad={dev}", "--subsets", "squad", "--sample-steps", "3",
                         "--warmup-steps", "0"])
@@ -106,7 +96,7 @@ def test_a_vocabulary_file_splits_english_into_its_pieces_and_chinese_per_charac
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "river", "un", "##bel", "北", "京"]))
     dev = make_span_file(tmp_path / "dev.json", 1, seed=1)
-    bench = load_bench()
+    bench = load_benchmark("bench_subset_steps")
     tokenizer = bench.tokenizer_for(bench.parse(["--vocab", str(vocab), "--subsets", "squad", "--dev", f"squad={dev}"]))
     assert tokenizer.tokenize("The River unbel 北京 x") == ["the", "river", "un", "##bel", "北", "京", "[UNK]"]
     assert (tokenizer.pad_token_id, tokenizer.cls_token_id, len(tokenizer)) == (0, 2, 11)
@@ -114,7 +104,7 @@ def test_a_vocabulary_file_splits_english_into_its_pieces_and_chinese_per_charac
 
 def test_a_file_of_another_subset_is_one_line(tmp_path, capsys):
     race = choice_file(tmp_path / "race.json", 2, seed=2)
-    assert load_bench().main(["--tiny", "--subsets", "c3", "--dev", f"c3={race}"]) == 2
+    assert load_benchmark("bench_subset_steps").main(["--tiny", "--subsets", "c3", "--dev", f"c3={race}"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {race}: --subset c3 contradicts the file's version") and err.count("\n") == 1
 
@@ -136,6 +126,6 @@ def test_the_real_benchmark_without_a_gpu_is_one_line(tmp_path):
 ])
 def test_bad_arguments_are_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as stopped:
-        load_bench().parse(argv)
+        load_benchmark("bench_subset_steps").parse(argv)
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and err.count("\n") == 1 and message in err

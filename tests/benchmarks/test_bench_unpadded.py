@@ -4,7 +4,6 @@ MFU counted on real tokens; profile_step buckets a GPU step's kernels by name an
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -12,7 +11,7 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-from helpers.common import ROOT
+from helpers.common import ROOT, load_benchmark
 from helpers.span_data import make_span_file
 
 BENCH = ROOT / "benchmarks" / "bench_unpadded.py"
@@ -22,14 +21,6 @@ PROFILE = ROOT / "benchmarks" / "profile_step.py"
 def run(script, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     return subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True, timeout=900)
-
-
-def load(script, name):
-    spec = importlib.util.spec_from_file_location(name, script)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(script.parent))
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow
@@ -50,7 +41,7 @@ def test_the_tiny_benchmark_checks_agreement_and_times_every_case(tmp_path):
 
 
 def test_flops_are_counted_on_real_tokens():
-    bench = load(BENCH, "bench_unpadded_under_test")
+    bench = load_benchmark("bench_unpadded")
     import torch
 
     mask = torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0]])
@@ -73,12 +64,12 @@ def test_flops_are_counted_on_real_tokens():
     ("Memcpy HtoD (Pinned -> Device)", False, "copies"),
 ])
 def test_kernels_fall_in_buckets_by_name_and_by_the_optimizer_they_run_in(name, optimizer, bucket):
-    profile = load(PROFILE, "profile_step_under_test")
+    profile = load_benchmark("profile_step")
     assert profile.kernel_bucket(name, optimizer) == bucket
 
 
 def test_shares_are_kernel_time_over_wall_time_and_the_rest_is_the_host():
-    profile = load(PROFILE, "profile_step_under_test")
+    profile = load_benchmark("profile_step")
     step = SimpleNamespace(name="Optimizer.step#AdamW.step", cpu_parent=None, kernels=[])
     launch = SimpleNamespace(name="cudaLaunchKernel", cpu_parent=step,
                              kernels=[SimpleNamespace(name="multi_tensor_apply_kernel", duration=100.0)])

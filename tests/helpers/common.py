@@ -115,3 +115,18 @@ CHOICE_DATA = {
          "options": [["红", "蓝", "绿", "黄"]], "answers": ["B"], "evidences": [["天很蓝。"]]},
     ],
 }
+
+
+def load_benchmark(name: str) -> Any:
+    """benchmarks/NAME.py imported as its own run imports it: beside its sibling scripts (`_common`, `bench_gpu`)."""
+    import importlib.util
+    import sys
+
+    folder = str(ROOT / "benchmarks")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(f"{name}_under_test", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass of the script looks its module up
+    spec.loader.exec_module(module)
+    return module
