@@ -34,7 +34,8 @@ RECORD = {"schema": 3, "task": "span", "settings": SETTINGS.as_dict(), "mixed_pr
 @pytest.fixture(autouse=True)
 def fresh_accelerate():
     """Each run here makes its Accelerator at the precision the record asks for (bf16 or FP32); accelerate keeps one
-    precision per process, as a real run, which is one process, never notices, so the state is reset between tests."""
+    precision per process (a real run is one process and never notices), so its state is reset around each test."""
+    AcceleratorState._reset_state(reset_partial_state=True)
     yield
     AcceleratorState._reset_state(reset_partial_state=True)
 
