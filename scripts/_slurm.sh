@@ -108,10 +108,10 @@ slurm_write() {  # slurm_write FILE TEXT: TEXT into FILE through a temporary fil
     { rm -f -- "$1.partial"; die "$1: cannot write the job script"; }
 }
 
-slurm_sbatch() {  # slurm_sbatch VAR WHAT THEN ARGS...: `sbatch --parsable ARGS` and the job id it printed, into VAR;
-  local out err said status=0 form='^[1-9][0-9]{0,17}(;[[:alnum:]_.-]+)?$'  # a refusal, or anything on its stdout
-  err="$(mktemp)" || die "cannot create a temporary file"                   # but a job id, is one line naming WHAT
-  out="$(sbatch --parsable "${@:4}" 2> "$err")" || status=$?                # (and THEN: what was or was not queued)
+slurm_sbatch() {  # slurm_sbatch VAR WHAT THEN ARGS...: `sbatch --parsable ARGS`, the job id it printed into VAR; a
+  # refusal, or anything on its stdout but a job id, is one line naming WHAT, then THEN (what was or was not queued)
+  local out said status=0 err="$SLURM_LOGS/.sbatch.err" form='^[1-9][0-9]{0,17}(;[[:alnum:]_.-]+)?$'
+  out="$(sbatch --parsable "${@:4}" 2> "$err")" || status=$?  # its stderr apart: a warning there is no job id
   said="$(grep -v '^[[:space:]]*$' "$err" | tail -n 1 || true)"
   if [ "$status" != 0 ]; then
     rm -f -- "$err"
@@ -147,6 +147,8 @@ slurm_submit() {  # slurm_submit "LAMBDA SEED"...: write the two job scripts and
     return 0
   fi
   mkdir -p -- "$logs" 2> /dev/null || die "$logs: cannot create the folder of the job scripts"
+  SLURM_LOGS="$logs"
+  trap 'rm -f -- "$SLURM_LOGS/.sbatch.err" "$SLURM_LOGS"/*.partial' EXIT  # nothing half-written left, even after Ctrl-C
   text="$(slurm_array_script "$logs" "$per" "$@")"
   slurm_write "$array" "$text"
   slurm_sbatch array_id "the job array $array" "; nothing more is submitted" "$array"

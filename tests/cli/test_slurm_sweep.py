@@ -25,7 +25,7 @@ arguments, quotes group, a backslash keeps the next character, an unquoted # end
 (which win); an array's tasks run here one after another (SLURM_ARRAY_TASK_ID set; CUDA_VISIBLE_DEVICES as
 --gres=gpu:N gives, from GPU 3 up), a job with --dependency=afterany:ID only once job ID has ended. Every job is
 recorded in $STAND_IN_SLURM/jobs.json. STAND_IN_PRINTS=MODE[@N] makes submission N (every one without @N) print
-nothing, print as if --parsable were ignored, print garbage, or fail (exit 1 with sbatch's error)."""
+nothing, print as if --parsable were ignored, print garbage, fail (exit 1 with sbatch's error), or warn on stderr."""
 import json, os, subprocess, sys
 from pathlib import Path
 
@@ -103,6 +103,8 @@ for task in tasks:
         statuses.append(subprocess.run(["bash", script], env=env, stdout=out, stderr=subprocess.STDOUT).returncode)
 jobs.append({"id": job, "options": options, "tasks": tasks, "statuses": statuses, "after": after})
 state.write_text(json.dumps(jobs))
+if mode == "warn":
+    print("sbatch: warning: can't honor --ntasks-per-node set to 1", file=sys.stderr)
 printed = {"nothing": "", "plain": f"Submitted batch job {job}", "garbage": f"sbatch: job {job} queued\n{job}"}
 print(printed.get(mode, f"{job};standin" if "--parsable" in options else f"Submitted batch job {job}"),
       end="" if mode == "nothing" else "\n")
@@ -289,9 +291,10 @@ def test_slurm_args_keep_their_quoted_values_and_odd_folders_keep_their_logs(tmp
     trainer.write_text(STAND_IN_TRAINER)
     root = tmp_path / "sweep 100%"
     result = sweep(tmp_path, SCHEDULER="slurm", SUBSET="c3", **sweep_inputs(tmp_path, "c3"), LAMBDAS="0.1", SEEDS="1",
-                   OUTPUT_ROOT=str(root), LAUNCH=f"{sys.executable} {trainer}", GPUS_PER_TASK="0",
+                   OUTPUT_ROOT=str(root), LAUNCH=f"{sys.executable} {trainer}", GPUS_PER_TASK="0", STAND_IN_PRINTS="warn",
                    SLURM_ARGS='--comment "two words" --partition=gpu --mail-user="it\'s #1 \\\\ \\"ok\\"" --requeue')
     assert result.returncode == 0, result.stderr
+    assert result.stderr.count("sbatch: warning: can't honor") == 2  # sbatch's stderr shown, and no part of the id
     array, collect = jobs(tmp_path)
     for job in (array, collect):
         assert job["options"]["--comment"] == "two words" and job["options"]["--partition"] == "gpu"
