@@ -425,4 +425,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from expmrc.cli import run_guarded
+
+    sys.exit(run_guarded(main, None))  # stdout closed or on a full device: one line, exit 2

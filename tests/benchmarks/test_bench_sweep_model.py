@@ -248,3 +248,14 @@ def test_a_fifo_or_a_folder_is_refused_without_reading_it(tmp_path, capsys):
         with pytest.raises(SystemExit):
             load_benchmark("bench_sweep_model").main(["--steps", str(path)])
         assert f"cannot read --steps's JSON ({says})" in capsys.readouterr().err
+
+
+def test_a_full_device_or_a_closed_stdout_is_one_line(tmp_path):
+    steps = steps_file(tmp_path, {"cmrc2018": subset("span", 60.0, 3.0, 1.0)})
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, str(SCRIPT), "--steps", steps], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert (done.returncode, done.stderr) == (2, "error: cannot write to standard output: No space left on device\n")
+    done = subprocess.run(f"{sys.executable} {SCRIPT} --steps {steps} >&-", shell=True, stderr=subprocess.PIPE,
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert (done.returncode, done.stderr) == (2, "error: cannot write to standard output: it is closed\n")
