@@ -31,9 +31,10 @@ whole_number() {  # whole_number NAME LEAST MOST: $NAME must be a whole number f
 }
 
 is_decimal() {  # is_decimal VALUE LEAST MOST [above]: VALUE is a number (3e-5, 0.1, .5, 2) from LEAST (above it) to MOST
+  # (awk writes to /dev/null: the script's own stdout may be closed, which would fail awk)
   [[ "$1" =~ ^([0-9]{1,20}([.][0-9]{0,20})?|[.][0-9]{1,20})([eE][-+]?[0-9]{1,3})?$ ]] &&
     LC_ALL=C awk -v x="$1" -v least="$2" -v most="$3" -v above="${4:-}" \
-      'BEGIN { x += 0; exit !((above ? x > least : x >= least) && x <= most) }'
+      'BEGIN { x += 0; exit !((above ? x > least : x >= least) && x <= most) }' < /dev/null > /dev/null
 }
 
 decimal() {  # decimal NAME LEAST MOST [above]: $NAME must be such a number
@@ -46,9 +47,17 @@ switch() {  # switch NAME DEFAULT: $NAME must be 0 or 1 (a typo such as DRY_RUN=
   case "${!1:-$2}" in 0|1) ;; *) die "$1 must be 0 or 1, got '${!1}'" ;; esac
 }
 
-check_run_numbers() {  # the numbers run_subset passes to every run, where they are set: each in range, or one line
-  local name
+check_run_settings() {  # what run_subset passes to every run, where it is set: each number in range, each choice
+  local name           # one the baseline takes (booleans as expmrc.training.flags.str2bool reads them), or one line
   switch DRY_RUN 0
+  case "${SIZE:-base}" in base|large) ;; *) die "SIZE must be base or large, got '$SIZE'" ;; esac
+  case "${MIXED_PRECISION:-auto}" in auto|no|fp16|bf16) ;; *) die "MIXED_PRECISION must be auto, no, fp16 or bf16, got '$MIXED_PRECISION'" ;; esac
+  for name in DO_LOWER_CASE USE_TPU; do
+    case "${!name:-true}" in
+      [Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[01]|[YyNnTtFf]|[Yy][Ee][Ss]|[Nn][Oo]) ;;
+      *) die "$name must be True or False, got '${!name}'" ;;
+    esac
+  done
   for name in TRAIN_BATCH_SIZE PREDICT_BATCH_SIZE MAX_SEQ_LENGTH DOC_STRIDE MAX_QUERY_LENGTH MAX_ANSWER_LENGTH \
               GRADIENT_ACCUMULATION_STEPS; do
     if [ -n "${!name:-}" ]; then whole_number "$name" 1 1048576; fi
@@ -143,7 +152,7 @@ run_command() {  # run "$@", or print it shell-quoted when DRY_RUN=1
   if [ "${DRY_RUN:-0}" = 1 ]; then
     local out
     printf -v out '%q ' "$@"
-    echo "${out% }"
+    printf '%s\n' "${out% }" 2> /dev/null || die "cannot write to standard output (DRY_RUN=1 prints the commands there)"
   else
     "$@"
   fi
@@ -169,15 +178,14 @@ model_flags() {
 run_subset() {
   local subset=$1 task=$2 default_lambda=$3 default_lower=$4 script accumulation
   require PLM_PATH DATA_PATH MODEL_PATH
-  check_run_numbers
+  check_run_settings
   case "$task" in
     span) script=run_se_mrc.py ;;
     choice) script=run_mc_mrc.py ;;
   esac
-  case "${SIZE:-base}" in  # the release uses the same hyper-parameters for both sizes; large only
-    base) accumulation=1 ;;  # splits each batch of 32 into 4 micro-batches so 512 tokens fit in memory
-    large) accumulation=4 ;;
-    *) die "SIZE must be base or large, got '$SIZE'" ;;
+  case "${SIZE:-base}" in  # (base or large: checked above) the release uses the same hyper-parameters for both
+    large) accumulation=4 ;;  # sizes; large only splits each batch of 32 into 4 micro-batches so 512 tokens fit
+    *) accumulation=1 ;;
   esac
   model_flags "$default_lower"
   local flags=(

@@ -135,15 +135,13 @@ slurm_submit() {  # slurm_submit "LAMBDA SEED"...: write the two job scripts and
   per="$(slurm_runs_per_task)"
   array="$logs/array.sbatch"
   collect="$logs/collect.sbatch"
-  if [ "${DRY_RUN:-0}" = 1 ]; then
-    echo "# $array"
-    slurm_array_script "$logs" "$per" "$@"
-    echo "sbatch --parsable $(printf '%q' "$array")"
+  if [ "${DRY_RUN:-0}" = 1 ]; then  # printed at once, so a stdout that cannot take it is one line
+    text="# $array"$'\n'"$(slurm_array_script "$logs" "$per" "$@")"$'\n'"sbatch --parsable $(printf '%q' "$array")"
     if [ "${COLLECT:-1}" = 1 ]; then
-      echo "# $collect"
-      slurm_collect_script "$logs"
-      echo "sbatch --parsable --dependency=afterany:ARRAY_JOB_ID $(printf '%q' "$collect")"
+      text+=$'\n'"# $collect"$'\n'"$(slurm_collect_script "$logs")"
+      text+=$'\n'"sbatch --parsable --dependency=afterany:ARRAY_JOB_ID $(printf '%q' "$collect")"
     fi
+    printf '%s\n' "$text" 2> /dev/null || die "cannot write to standard output (DRY_RUN=1 prints the job scripts there)"
     return 0
   fi
   mkdir -p -- "$logs" 2> /dev/null || die "$logs: cannot create the folder of the job scripts"

@@ -51,14 +51,14 @@ case "$SUBSET" in
 esac
 
 # ---- input checks: every number the sweep counts with or passes to its runs, each refused in one line (exit 2)
-# before anything runs (whole_number, decimal, switch and check_run_numbers are _common.sh's)
+# before anything runs (whole_number, decimal, switch and check_run_settings are _common.sh's)
 words() {  # words NAME ARRAY: $NAME split at spaces, tabs and line breaks into ARRAY (no globbing: '*' stays '*')
   read -r -d '' -a "$2" <<< "${!1}" || true
 }
 first_repeat() {  # first_repeat VALUE...: the first value that equals one before it as a number (0.10 is 0.1), if any
   printf '%s\n' "$@" | LC_ALL=C awk '{ key = sprintf("%.17g", $1 + 0) " " $2; if (key in seen) { print; exit } seen[key] = 1 }'
 }
-check_run_numbers
+check_run_settings
 switch COLLECT 1
 command -v "$PYTHON" > /dev/null || die "PYTHON=$PYTHON: no such program"
 read -r -a launch <<< "${LAUNCH:-$PYTHON}"  # as run_subset splits it
@@ -198,7 +198,9 @@ run_one() {  # run_one LAMBDA SEED SLOT: one run (resuming it if unfinished); a 
   else
     env "${vars[@]}" bash "$HERE/run_$SUBSET.sh" || status=$?
   fi
-  if [ "$status" != 0 ]; then
+  if [ "$status" != 0 ] && [ "${DRY_RUN:-0}" = 1 ]; then
+    exit "$status"  # a dry run trains nothing: the run script refused (its line said why), so does the sweep
+  elif [ "$status" != 0 ]; then
     echo "run failed: $run_dir (exit $status; the sweep goes on; rerun the same command to retry it)" >&2
     echo "$run_dir" >> "$state/failed"
   fi

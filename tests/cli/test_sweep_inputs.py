@@ -49,6 +49,9 @@ def sweep(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     ({"LEARNING_RATE": "0"}, "LEARNING_RATE must be a number above 0 and at most 1, got '0'"),
     ({"LEARNING_RATE": "nan"}, "LEARNING_RATE must be a number above 0 and at most 1, got 'nan'"),
     ({"NUM_TRAIN_EPOCHS": "inf"}, "NUM_TRAIN_EPOCHS must be a number above 0 and at most 1000, got 'inf'"),
+    ({"SIZE": "huge"}, "SIZE must be base or large, got 'huge'"),
+    ({"MIXED_PRECISION": "fp8"}, "MIXED_PRECISION must be auto, no, fp16 or bf16, got 'fp8'"),
+    ({"DO_LOWER_CASE": "maybe"}, "DO_LOWER_CASE must be True or False, got 'maybe'"),
     ({"DRY_RUN": "true"}, "DRY_RUN must be 0 or 1, got 'true'"),
     ({"COLLECT": "yes"}, "COLLECT must be 0 or 1, got 'yes'"),
     ({"PYTHON": "/nowhere/python"}, "PYTHON=/nowhere/python: no such program"),
@@ -81,3 +84,17 @@ def test_whole_numbers_with_leading_zeros_are_decimal(tmp_path):
     assert len(commands) == 27  # three λ times nine seeds
     assert all(f"run {k} of 8 sharing" in done.stderr for k in range(1, 9)) and "run 9 of 8" not in done.stderr
     assert any("--loss_lambda=1e-2" in c for c in commands) and any("--rand_seed=9" in c for c in commands)
+
+
+@pytest.mark.parametrize("scheduler", ["local", "slurm"])
+def test_a_dry_run_whose_stdout_is_full_or_closed_is_one_line(tmp_path, scheduler):
+    base = {k: v for k, v in os.environ.items() if k not in ("LAUNCH", "EXTRA_ARGS", "SEEDS", "LAMBDAS", "NUM_SEEDS")}
+    command = f"bash {ROOT / 'scripts' / 'lambda_sweep.sh'}"
+    for redirect in ("> /dev/full", ">&-"):
+        done = subprocess.run(f"{command} {redirect}", shell=True, capture_output=True, text=True, timeout=120,
+                              env={**base, "PYTHON": sys.executable, "DRY_RUN": "1", "GPUS": "", "SUBSET": "c3",
+                                   "SCHEDULER": scheduler, "PLM_PATH": "p", "DATA_PATH": "d", "LAMBDAS": "0",
+                                   "SEEDS": "1", "OUTPUT_ROOT": str(tmp_path / "sweep")})
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.splitlines()[-1].startswith("error: cannot write to standard output (DRY_RUN=1 prints")
+        assert not any(line.startswith(("bash:", "awk:")) or "write error" in line for line in done.stderr.splitlines())
