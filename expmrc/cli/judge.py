@@ -119,7 +119,7 @@ def judge_config(args: argparse.Namespace) -> JudgeConfig:
 
 def stopped(status: int, cached: int, total: int, config: JudgeConfig) -> int:
     """Print the line of a chat judge stopped by Ctrl-C or SIGTERM, and return its exit status."""
-    from expmrc.llm.run import cache_path
+    from expmrc.llm.cache import cache_path
 
     word = "interrupted" if status == 130 else "terminated"
     where = cache_path(config.llm())

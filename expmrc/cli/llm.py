@@ -198,7 +198,7 @@ def resume_command(args: argparse.Namespace) -> str:
 
 def stopped_line(args: argparse.Namespace, config: LLMConfig, status: int, cached: int, total: int) -> str:
     """The one line an interrupted run ends with: how many replies are cached and the command that resumes."""
-    from expmrc.llm.run import cache_path
+    from expmrc.llm.cache import cache_path
 
     word = "interrupted" if status == 130 else "terminated"
     where = cache_path(config)

@@ -69,7 +69,7 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float 
     """One reply read and scored as `expmrc llm` reads and scores it: answer F1 (accuracy for multiple
     choice), evidence F1 and overall as `expmrc evaluate --details` gives them (0-1), and whether grounding finds
     the evidence verbatim (only form differs) and whether it does not trust it (0 or 1; None without evidence)."""
-    from expmrc.llm.run import ground, read_reply, submission_of
+    from expmrc.llm.replies import ground, read_reply, submission_of
     from expmrc.scoring.scorer import score
 
     question = question_of(doc)

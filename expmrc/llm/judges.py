@@ -137,7 +137,8 @@ class ChatJudge:
     name = "chat"
 
     def __init__(self, config: JudgeConfig) -> None:
-        from expmrc.llm.run import cache_path, make_backend
+        from expmrc.llm.backends import make_backend
+        from expmrc.llm.cache import cache_path
 
         self.settings = config.llm()
         self.backend = make_backend(self.settings)
