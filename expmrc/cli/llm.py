@@ -7,10 +7,9 @@ import os
 import shlex
 import sys
 import time
-from typing import Any
 
 from expmrc.cli.args import integer_in, number_in
-from expmrc.cli.judge import add_judge_arguments
+from expmrc.cli.judge_flags import add_judge_arguments
 from expmrc.data import subsets
 from expmrc.llm.backends import BACKENDS
 from expmrc.llm.citations import FORMS
@@ -207,29 +206,12 @@ def stopped_line(args: argparse.Namespace, config: LLMConfig, status: int, cache
     return f"{word}: {cached} of {total} replies are cached in {where}; resume with: {resume_command(args)}"
 
 
-def support_judge(args: argparse.Namespace, config: LLMConfig) -> Any:
-    """--judge: the judge loaded (or its backend made) before any request, and what judges the grounded run."""
-    from expmrc.cli.judge import judge_config
-    from expmrc.data.runs import LLM_GROUNDED
-    from expmrc.llm.judges import judge_submissions, make_judge
-    from expmrc.scoring.stats import Resampling
-    from expmrc.text.grounding import MISSING
-
-    settings = judge_config(args)
-    judge = make_judge(settings)
-
-    def judged(dataset: Any, grounded: dict[str, Any], details: dict[str, Any]) -> Any:
-        statuses = {q.qid: (details.get(q.qid) or {}).get("evidence", {}).get("status", MISSING)
-                    for q in dataset.questions}
-        path = os.path.join(config.run_dir, LLM_GROUNDED)
-        return judge_submissions(dataset, [(path, grounded, statuses)], judge, settings.statement, Resampling())[0]
-    return judged
-
-
 def run(args: argparse.Namespace) -> int:
+    from expmrc.data.runs import LLM_GROUNDED
     from expmrc.errors import ExpmrcError, Terminated
     from expmrc.llm import run as llm
     from expmrc.llm.fetch import Interrupted
+    from expmrc.llm.judges import JudgeConfig, grounded_judge
 
     start = time.time()
     config = LLMConfig.from_flags({**vars(args), "command": tuple(getattr(args, "command_line", ()) or ())})
@@ -237,7 +219,8 @@ def run(args: argparse.Namespace) -> int:
         raise ExpmrcError("--judge with --export-batch: nothing is judged until the replies are imported "
                           "(--import-batch)")
     prepared = llm.prepare(config)
-    judged = support_judge(args, config) if args.judge else None
+    judged = grounded_judge(JudgeConfig.from_flags(vars(args)), os.path.join(config.run_dir, LLM_GROUNDED)) \
+        if args.judge else None
     if config.export_batch:
         from expmrc.llm.batch import export_batch
 
