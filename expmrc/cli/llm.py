@@ -12,7 +12,7 @@ from expmrc.cli.args import integer_in, number_in
 from expmrc.cli.judge_flags import add_judge_arguments
 from expmrc.data import subsets
 from expmrc.llm.backends import BACKENDS
-from expmrc.llm.citations import FORMS
+from expmrc.llm.forms import DEFAULT_FORM, FORMS
 from expmrc.llm.config import LLMConfig
 from expmrc.llm.prompts import TEMPLATES
 
@@ -64,7 +64,7 @@ examples:
   expmrc llm squad --model gpt-4o-mini --export-batch squad-batch.jsonl          # then, with the provider's output:
   expmrc llm squad --model gpt-4o-mini --import-batch squad-batch-out.jsonl --output runs/squad-batch
 """.format(templates="\n".join(f"  {t.name:<22}{t.task} questions in {t.language}, evidence "
-                                         f"{'cited by sentence number' if t.evidence_form == 'ids' else 'quoted'}"
+                                         f"{FORMS[t.evidence_form].phrase}"
                                          f"{', reasoning first' if t.reasoning else ''}" for t in TEMPLATES.values()))
 
 
@@ -111,9 +111,9 @@ def _add_endpoint_arguments(parser: argparse.ArgumentParser, config: LLMConfig) 
 def _add_prompt_arguments(parser: argparse.ArgumentParser, config: LLMConfig) -> None:
     """What the model is asked: the template, evidence form, prompt, system turn, structured output and shots."""
     parser.add_argument("--template", choices=tuple(TEMPLATES), help="a registered prompt template (see above)")
-    parser.add_argument("--evidence-form", choices=FORMS,
-                        help="quote: the evidence copied from the passage; ids: the passage's sentences numbered, the "
-                             "evidence cited by number (default: the --template's own, else quote)")
+    parser.add_argument("--evidence-form", choices=FORMS.names(),
+                        help="; ".join(f"{name}: {form.summary}" for name, form in FORMS.items())
+                        + f" (default: the --template's own, else {DEFAULT_FORM})")
     parser.add_argument("--prompt", metavar="FILE", help="a Jinja2 template of your own for the user message; "
                         "variables: passage, question, options (label, text), task, language")
     parser.add_argument("--system-prompt", metavar="TEXT|FILE",

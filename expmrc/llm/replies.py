@@ -9,8 +9,9 @@ import re
 from typing import Any
 
 from expmrc.data.datasets import ChoiceQuestion, Dataset, Question
-from expmrc.llm.citations import Citation, cite, ground_cited
+from expmrc.llm.citations import Citation
 from expmrc.llm.completion import Reply
+from expmrc.llm.forms import FORMS
 from expmrc.llm.parsing import STATUSES, Parsed, parse_reply, strip_reasoning
 from expmrc.llm.samples import request_ids
 
@@ -34,12 +35,10 @@ def parse_one(reply: Reply | None, options: list[str] | None) -> Parsed:
 
 
 def read_reply(reply: Reply | None, question: Question, form: str) -> tuple[Parsed, Citation | None]:
-    """One reply read as a run reads it: parsed and, for the `ids` evidence form, its citations turned into the
-    cited sentences' text (expmrc/llm/citations.py); the citation, or None for the quote form."""
+    """One reply read as a run reads it: parsed, then read by its evidence form (`FORMS`: the ids form's citations
+    turned into the cited sentences' text, expmrc/llm/citations.py); the citation, or None for the quote form."""
     parsed = parse_one(reply, question.options if isinstance(question, ChoiceQuestion) else None)
-    if form != "ids":
-        return parsed, None
-    return cite(parsed, reply.text if reply is not None and not reply.error else None, question)
+    return FORMS.lookup(form).read(parsed, reply.text if reply is not None and not reply.error else None, question)
 
 
 def parse_requests(questions: list[Question], samples: int, form: str, replies: dict[str, Reply]
@@ -65,12 +64,10 @@ def submission_of(parsed: dict[str, Parsed]) -> dict[str, dict[str, str]]:
     return {qid: {"answer": p.answer, "evidence": p.evidence} for qid, p in parsed.items()}
 
 
-def ground(dataset: Dataset, submission: dict[str, Any], cited: dict[str, Citation] | None = None
+def ground(dataset: Dataset, submission: dict[str, Any], form: str, cited: dict[str, Citation] | None = None
            ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The grounded submission, each question's grounding details by id, and the grounding summary; with
-    `cited` (the ids form, by question id) each evidence is grounded by its citation."""
-    from expmrc.text.grounding import ground_submission
-
-    result = ground_submission(dataset, submission) if cited is None else ground_cited(dataset, submission, cited)
+    """The grounded submission, each question's grounding details by id, and the grounding summary, grounded by
+    the evidence form's grounder (`FORMS`): the ids form's evidence by its citation in `cited`, by question id."""
+    result = FORMS.lookup(form).ground(dataset, submission, cited or {})
     details = {d["id"]: {k: v for k, v in d.items() if k != "id"} for d in result.details}
     return result.submission, details, result.summary()

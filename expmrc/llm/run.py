@@ -267,7 +267,7 @@ def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backe
     final = {qid: parsed[rid] for qid, rid in chosen.items()}
     final_cited = {qid: cited[rid] for qid, rid in chosen.items()} if cited else None
     submission = submission_of(final)
-    grounded, details, grounding = ground(dataset, submission, final_cited)
+    grounded, details, grounding = ground(dataset, submission, prepared.template.evidence_form, final_cited)
     support = judged(dataset, grounded, details) if judged is not None else None
     raw_scores, grounded_scores = scores(dataset, submission, "predictions.json"), scores(dataset, grounded, "grounded.json")
     problems = reply_problems(prepared, fetched)
