@@ -186,7 +186,8 @@ def agreement(args: argparse.Namespace, batches: list[dict[str, torch.Tensor]], 
         tf32 = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = False
         with torch.no_grad(), autocast(device, precision):
-            outputs = {case: {k: v.float() for k, v in model.eval()(**inputs).items() if k != "loss"}
+            outputs = {case: {k: v.float() for k, v in model.eval()(**inputs).items()
+                                if k not in ("loss", "loss_parts")}
                        for case, model in models.items() if case in ("padded", *compared)}
         torch.backends.cuda.matmul.allow_tf32 = tf32
         for case in compared:
