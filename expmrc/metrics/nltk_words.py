@@ -1,0 +1,105 @@
+"""NLTK's `word_tokenize`, the leaderboard's English tokenizer, without importing all of NLTK.
+
+`import nltk` runs NLTK's package file, which imports every part of NLTK and through them SciPy and scikit-learn where
+they are installed: about 2.5 s of CPU, as much as scoring the four dev sets takes. The leaderboard's tokens need three
+of NLTK's modules: `nltk.tokenize.punkt` (Punkt's sentences), `nltk.tokenize.destructive` (the Treebank-style word rules
+`word_tokenize` applies to each sentence) and `nltk.data` (NLTK's search for the Punkt tables). Where NLTK is not
+imported yet, `load` imports those (and what they import) under bare stand-ins for the `nltk` and `nltk.tokenize`
+packages, builds the two tokenizers, and then takes every `nltk` module it imported back out of `sys.modules`: the
+process keeps no trace of them beyond the tokenizers, and a later `import nltk` imports NLTK whole as usual. Where NLTK is
+imported already, its own modules serve (so a change to `nltk.data.path` counts). Either way every token comes from NLTK's
+own code and tables; `NltkWords.word_tokenize` composes the two as `nltk.word_tokenize` does, and
+tests/scoring/test_nltk_words.py checks that it gives `nltk.word_tokenize`'s tokens on every text of the four dev sets.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PUNKT_RESOURCE = "tokenizers/punkt_tab/english/"
+# The only parts of NLTK the tokens need; the packages above them are stood in for while these are imported.
+PARTS = ("nltk.data", "nltk.tokenize.punkt", "nltk.tokenize.destructive")
+_PACKAGES = ("nltk", "nltk.tokenize")
+
+
+@dataclass(frozen=True)
+class NltkWords:
+    """NLTK's English word tokenizer, as `nltk.word_tokenize` builds it: Punkt's sentences, then the word rules."""
+
+    version: str  # NLTK's version, as `nltk.__version__` gives it
+    punkt: Path | None  # the folder of the English Punkt tables NLTK's search found; None: found nowhere
+    sentences: Callable[[str], list[str]] | None  # Punkt's sentence split; None without the tables
+    words: Callable[[str], list[str]]  # the Treebank-style rules of one sentence
+
+    def word_tokenize(self, text: str, preserve_line: bool = False) -> list[str]:
+        """`nltk.word_tokenize(text, "english", preserve_line)`: the sentences (or the text as one, with
+        `preserve_line`), each split into words. Needs the Punkt tables unless `preserve_line`."""
+        if preserve_line:
+            return self.words(text)
+        if self.sentences is None:
+            raise LookupError(f"NLTK's {PUNKT_RESOURCE} was not found")
+        return [token for sentence in self.sentences(text) for token in self.words(sentence)]
+
+
+def load(shipped: Path) -> NltkWords:
+    """NLTK's tokenizer, with the Punkt tables where NLTK's own search finds them, else in the folder `shipped` (then
+    added last to that search). Imports only PARTS where NLTK is not imported yet (see the module docstring)."""
+    if "nltk" in sys.modules:
+        return _build([importlib.import_module(name) for name in PARTS], sys.modules["nltk"].__version__, shipped)
+    with _parts_alone() as (modules, version):
+        return _build(modules, version, shipped)
+
+
+@contextmanager
+def _parts_alone() -> Iterator[tuple[list[types.ModuleType], str]]:
+    """PARTS imported under stand-ins for their packages, with NLTK's version; on leaving, every `nltk` module
+    imported here is out of `sys.modules` again (the objects made meanwhile keep working: none imports at call time)."""
+    spec = importlib.util.find_spec("nltk")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("No module named 'nltk'", name="nltk")
+    before = set(sys.modules)
+    try:
+        for name in _PACKAGES:
+            package_spec = spec if name == "nltk" else importlib.util.find_spec(name)
+            assert package_spec is not None and package_spec.submodule_search_locations is not None
+            stand_in = types.ModuleType(name)
+            stand_in.__path__ = list(package_spec.submodule_search_locations)
+            stand_in.__spec__ = package_spec
+            sys.modules[name] = stand_in
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        # nltk/__init__.py takes its __version__ from this file
+        yield [importlib.import_module(name) for name in PARTS], (folder / "VERSION").read_text().strip()
+    finally:
+        for name in set(sys.modules) - before:
+            if name.partition(".")[0] == "nltk":
+                del sys.modules[name]
+
+
+def _build(modules: list[Any], version: str, shipped: Path) -> NltkWords:
+    data, punkt, destructive = modules
+    folder = _find_punkt(data, shipped)
+    sentences = punkt.PunktTokenizer("english").tokenize if folder is not None else None
+    return NltkWords(version, folder, sentences, destructive.NLTKWordTokenizer().tokenize)
+
+
+def _find_punkt(data: Any, shipped: Path) -> Path | None:
+    """The English Punkt folder by NLTK's search (`nltk.data.find`), else in `shipped`, then appended to the search."""
+    try:
+        return Path(str(data.find(PUNKT_RESOURCE).path))
+    except LookupError:
+        if not shipped.is_dir():
+            return None
+    if str(shipped) not in data.path:
+        data.path.append(str(shipped))
+    try:
+        return Path(str(data.find(PUNKT_RESOURCE).path))
+    except LookupError:
+        return None
