@@ -7,9 +7,13 @@ of NLTK's modules: `nltk.tokenize.punkt` (Punkt's sentences), `nltk.tokenize.des
 imported yet, `load` imports those (and what they import) under bare stand-ins for the `nltk` and `nltk.tokenize`
 packages, builds the two tokenizers, and then takes every `nltk` module it imported back out of `sys.modules`: the
 process keeps no trace of them beyond the tokenizers, and a later `import nltk` imports NLTK whole as usual. Where NLTK is
-imported already, its own modules serve (so a change to `nltk.data.path` counts). Either way every token comes from NLTK's
-own code and tables; `NltkWords.word_tokenize` composes the two as `nltk.word_tokenize` does, and
-tests/scoring/test_nltk_words.py checks that it gives `nltk.word_tokenize`'s tokens on every text of the four dev sets.
+imported already, its own modules serve (so a change to `nltk.data.path` counts).
+
+Either way the tokens come from NLTK's own patterns and tables: Punkt's sentences, then each sentence through the word
+rules, as `nltk.word_tokenize` composes them. Under the NLTK versions in FOLLOWED the word rules are applied by `_Rules`,
+which calls the very patterns NLTK compiled, in the order NLTK's method does, without the overhead of NLTK's per-call
+wrapper and time limit; elsewhere NLTK's method itself. tests/scoring/test_nltk_words.py checks the tokens
+against `nltk.word_tokenize` on every run of text of the four dev sets and on tricky generated English.
 """
 
 from __future__ import annotations
@@ -25,6 +29,12 @@ from pathlib import Path
 from typing import Any
 
 PUNKT_RESOURCE = "tokenizers/punkt_tab/english/"
+# The NLTK versions whose `NLTKWordTokenizer.tokenize` `_Rules` follows step by step (nltk/tokenize/destructive.py);
+# under any other version NLTK's own method serves.
+FOLLOWED = ("3.10.4",)
+# `_Rules` calls NLTK's patterns without the 5-second limit NLTK puts on each call, on texts up to this long: no rule is
+# worse than quadratic, so that takes milliseconds at most; a longer text goes through NLTK's own method and its limit.
+DIRECT_CHARS = 2000
 # The only parts of NLTK the tokens need; the packages above them are stood in for while these are imported.
 PARTS = ("nltk.data", "nltk.tokenize.punkt", "nltk.tokenize.destructive")
 _PACKAGES = ("nltk", "nltk.tokenize")
@@ -87,7 +97,33 @@ def _build(modules: list[Any], version: str, shipped: Path) -> NltkWords:
     data, punkt, destructive = modules
     folder = _find_punkt(data, shipped)
     sentences = punkt.PunktTokenizer("english").tokenize if folder is not None else None
-    return NltkWords(version, folder, sentences, destructive.NLTKWordTokenizer().tokenize)
+    words = destructive.NLTKWordTokenizer().tokenize
+    return NltkWords(version, folder, sentences, _Rules(destructive, words) if version in FOLLOWED else words)
+
+
+class _Rules:
+    """`NLTKWordTokenizer().tokenize` (with its defaults) as NLTK 3.10.4 runs it: the same compiled patterns and
+    replacements in the same order, each called directly instead of through NLTK's timed wrapper (`nltk.redos`), whose
+    per-call overhead and time limit are a large share of the tokenizer's time on short texts. Texts over DIRECT_CHARS
+    go to NLTK's own method. tests/scoring/test_nltk_words.py checks the tokens against `nltk.word_tokenize`."""
+
+    def __init__(self, destructive: Any, whole: Callable[[str], list[str]]) -> None:
+        rules = destructive.NLTKWordTokenizer
+        pairs = [*rules.STARTING_QUOTES, *rules.PUNCTUATION, rules.PARENS_BRACKETS, rules.DOUBLE_DASHES]
+        self.before = [(getattr(pattern, "_rx", pattern), replacement) for pattern, replacement in pairs]
+        pairs = [*rules.ENDING_QUOTES, *[(pattern, r" \1 \2 ") for pattern in rules.CONTRACTIONS2 + rules.CONTRACTIONS3]]
+        self.after = [(getattr(pattern, "_rx", pattern), replacement) for pattern, replacement in pairs]
+        self.whole = whole
+
+    def __call__(self, text: str) -> list[str]:
+        if len(text) > DIRECT_CHARS:
+            return self.whole(text)
+        for pattern, replacement in self.before:
+            text = pattern.sub(replacement, text)
+        text = " " + text + " "
+        for pattern, replacement in self.after:
+            text = pattern.sub(replacement, text)
+        return text.split()
 
 
 def _find_punkt(data: Any, shipped: Path) -> Path | None:

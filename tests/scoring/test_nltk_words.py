@@ -7,6 +7,7 @@ which modules it left behind, then imports NLTK whole (which must work as usual 
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,20 @@ TRICKY = ["Dr. Smith moved to Washington, D.C. in 1999. He said \"it's fine\" --
           "No. 5 St. Kilda. Mr. Brown's cat, 3.5 kg! Why? Nobody knows.\n\nNew paragraph\there.", "", " ", "."]
 
 
+PIECES = ["The", "U.S.", "Mr.", "dog's", "dogs'", "can't", "cannot", "Gonna", "WANNA", "gimme", "lemme", "gotta",
+          "more'n", "d'ye", "'tis", "'Twas", "(x)", "[a]", "{b}", "<c>", '"q"', '"', "''", "``", "`", "end.", "end.)",
+          'end."', "hi!", "what?", "--", "—", "–", "a,b", "3,000", "3.5", "x:", "y,", "e.g.", "...", "…", "«fr»", "“c”",
+          "‘s’", "I'm", "you're", "we've", "she'll", "he'd", "DON'T", "naïve", "$5", "50%", "#t", "@me", "a&b", "*",
+          ";", "\n", "\t", "\x1c", "\u2028", "\xa0", "word", "7"]
+
+
+def tricky_texts(count: int, seed: int = 0) -> list[str]:
+    """`count` texts of up to 400 pieces of English that NLTK's word rules and Punkt act on, joined by varied spaces."""
+    rng = random.Random(seed)
+    return ["".join(rng.choice(PIECES) + rng.choice([" ", " ", "  ", "\n", "", " \t"])
+                    for _ in range(rng.randint(1, 400))) for _ in range(count)]
+
+
 def compare_in_child(texts: list[str], tmp_path: Path, lines: bool) -> dict:
     """What CHILD found, comparing `word_tokenize` (and with `lines`, its `preserve_line=True` too) on `texts`."""
     path = tmp_path / "texts.json"
@@ -52,8 +67,9 @@ def compare_in_child(texts: list[str], tmp_path: Path, lines: bool) -> dict:
 
 
 def test_only_nltks_tokenizer_parts_are_imported_and_nltk_imports_whole_afterwards(tmp_path):
-    child = compare_in_child(TRICKY, tmp_path, lines=True)
-    assert child["left"] == [] and child["differ"] == [] and child["compared"] == len(TRICKY)
+    texts = TRICKY + tricky_texts(300)
+    child = compare_in_child(texts, tmp_path, lines=True)
+    assert child["left"] == [] and child["differ"] == [] and child["compared"] == len(texts)
     assert child["version"][0] == child["version"][1]
     assert child["whole"] == ["PunktTokenizer", "nltk.pathsec", "find"]  # submodules reachable as attributes
 
