@@ -62,10 +62,14 @@ class NltkWords:
 def load(shipped: Path) -> NltkWords:
     """NLTK's tokenizer, with the Punkt tables where NLTK's own search finds them, else in the folder `shipped` (then
     added last to that search). Imports only PARTS where NLTK is not imported yet (see the module docstring)."""
-    if "nltk" in sys.modules:
-        return _build([importlib.import_module(name) for name in PARTS], sys.modules["nltk"].__version__, shipped)
-    with _parts_alone() as (modules, version):
-        return _build(modules, version, shipped)
+    if "nltk" not in sys.modules:
+        try:
+            with _parts_alone() as (modules, version):
+                return _build(modules, version, shipped)
+        except ImportError:  # an NLTK whose parts import otherwise: the whole of it, as `import nltk` gives
+            pass
+    nltk = importlib.import_module("nltk")
+    return _build([importlib.import_module(name) for name in PARTS], nltk.__version__, shipped)
 
 
 @contextmanager

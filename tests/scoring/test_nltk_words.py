@@ -89,3 +89,28 @@ def test_the_tokens_are_nltks_on_every_text_of_the_four_dev_sets(tmp_path):
             runs.update(run for text in texts for run in runs_of(text))
     child = compare_in_child(sorted(runs), tmp_path, lines=False)
     assert child["differ"] == [] and child["compared"] == len(runs) > 9_000
+
+
+FALLBACK = """
+import sys
+from contextlib import contextmanager
+from expmrc.metrics import nltk_words
+
+@contextmanager
+def laid_out_otherwise():  # as if NLTK's parts could not be imported alone
+    raise ImportError("cannot import name 'NLTKWordTokenizer'")
+    yield
+
+nltk_words._parts_alone = laid_out_otherwise
+words = nltk_words.load(nltk_words.Path(sys.argv[1]))
+import nltk
+text = "Mr. Smith didn't go. He said \\"no\\"."
+print(words.word_tokenize(text) == nltk.word_tokenize(text), words.version == nltk.__version__)
+"""
+
+
+def test_where_the_parts_cannot_be_imported_alone_nltk_is_imported_whole(tmp_path):
+    done = subprocess.run([sys.executable, "-c", FALLBACK, str(leaderboard.SHIPPED_NLTK_DATA)], capture_output=True,
+                          text=True, cwd=ROOT, env=environment(), timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
