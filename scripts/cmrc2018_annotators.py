@@ -4,8 +4,8 @@ gives over them with CMRC 2018's official EM and F1: the figures of docs/scoring
     python scripts/cmrc2018_annotators.py [$EXPMRC_CMRC2018_DEV]
 
 Prints how often answers 1 and 2 are the same string and how they differ otherwise (a trailing `。`, surrounding
-spaces; where answer 2's `answer_start` is -1; whether answer 1 always points into the passage; whether the two agree
-after CMRC normalization), then EM and F1 (×100, mean over questions) for every choice of one answer as the
+spaces; where answer 2's `answer_start` is -1; where answer 1's points at its text; whether the two agree after CMRC
+normalization), then EM and F1 (×100, mean over questions) for every choice of one answer as the
 prediction against a non-empty set of the other answers as references (`expmrc human` prints the rotation's).
 """
 
@@ -30,14 +30,15 @@ def agreement(questions: list[SpanQuestion]) -> list[str]:
     full_stop = [q for q in differ if q.answers[1] == q.answers[0] + "。"]
     spaces = [q for q in differ if q.answers[1] != q.answers[0] and q.answers[1].strip() == q.answers[0]]
     unplaced = [q for q in differ if q.answer_starts[1] == -1]
-    placed = all(q.context[q.answer_starts[0]:q.answer_starts[0] + len(q.answers[0])] == q.answers[0]
-                 for q in questions if q.answer_starts[0] is not None and q.answer_starts[0] >= 0)
+    placed = sum(q.answer_starts[0] is not None and q.answer_starts[0] >= 0
+                 and q.context[q.answer_starts[0]:q.answer_starts[0] + len(q.answers[0])] == q.answers[0]
+                 for q in questions)
     normalized = all(cmrc2018_normalize(q.answers[0]) == cmrc2018_normalize(q.answers[1]) for q in questions)
     return [f"questions: {len(questions)}; answers 1 and 2 the same string: {len(questions) - len(differ)}",
             f"otherwise answer 2 is answer 1 with a trailing 。: {len(full_stop)}, with surrounding spaces: "
             f"{len(spaces)}, other: {len(differ) - len(full_stop) - len(spaces)}",
-            f"of those, answer 2's answer_start is -1: {len(unplaced)}; answer 1 points at its text in the passage "
-            f"in every question: {placed}; answers 1 and 2 agree after CMRC normalization in every question: "
+            f"of those, answer 2's answer_start is -1: {len(unplaced)}; answer 1's answer_start points at its text in "
+            f"the passage in {placed} questions; answers 1 and 2 agree after CMRC normalization in every question: "
             f"{normalized}"]
 
 
