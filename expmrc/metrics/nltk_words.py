@@ -12,7 +12,8 @@ imported already, its own modules serve (so a change to `nltk.data.path` counts)
 Either way the tokens come from NLTK's own patterns and tables: Punkt's sentences, then each sentence through the word
 rules, as `nltk.word_tokenize` composes them. Under the NLTK versions in FOLLOWED the word rules are applied by `_Rules`,
 which calls the very patterns NLTK compiled, in the order NLTK's method does, without the overhead of NLTK's per-call
-wrapper and time limit; elsewhere NLTK's method itself. tests/scoring/test_nltk_words.py checks the tokens
+wrapper and time limit, and skips a rule where the text lacks every character its pattern needs to match (NEEDS);
+elsewhere NLTK's method itself. tests/scoring/test_nltk_words.py checks the tokens
 against `nltk.word_tokenize` on every run of text of the four dev sets and on tricky generated English.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -105,29 +107,76 @@ def _build(modules: list[Any], version: str, shipped: Path) -> NltkWords:
     return NltkWords(version, folder, sentences, _Rules(destructive, words) if version in FOLLOWED else words)
 
 
+# What each of NLTK 3.10.4's word rules needs in a text to change it: one of these characters, each a literal the
+# pattern cannot match without. A rule whose characters are all absent from the text leaves it as it is, so `_Rules`
+# does not call it (most rules act on punctuation most sentences lack). Rules not listed (`\\s+`) are always called.
+NEEDS = {
+    '([«“‘„]|[`]+)': '«“‘„`',
+    '^\\"': '"',
+    '(``)': '`',
+    '([ \\(\\[{<])(\\"|\\\'{2})': '"\'',
+    "(?i)(?<!\\w)(\\')(?!(?:re|ve|ll|m|t|s|d|n)\\b)(?=\\w)": "'",
+    '([^\\.])(\\.)([\\]\\)}>"\\\'»”’ ]*+)\\s*$': '.',
+    '([:,])([^\\d])': ':,',
+    '([:,])$': ':,',
+    '\\.{2,}': '.',
+    '[;@#$%&]': ';@#$%&',
+    '[\\u2012-\\u2015]': '‒–—―',
+    '([^\\.])(\\.)([\\]\\)}>"\\\']*)\\s*$': '.',
+    '[?!]': '?!',
+    "([^'])' ": "'",
+    '[*]': '*',
+    '[\\]\\[\\(\\)\\{\\}\\<\\>]': '][(){}<>',
+    '--': '-',
+    '([»”’])': '»”’',
+    "''": "'",
+    '"': '"',
+    "([^' ])('[sS]|'[mM]|'[dD]|') ": "'",
+    "([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ": "'",
+}
+Rule = tuple[Any, str, str | None]  # a compiled pattern, its replacement, the characters it needs (None: always run)
+
+
 class _Rules:
     """`NLTKWordTokenizer().tokenize` (with its defaults) as NLTK 3.10.4 runs it: the same compiled patterns and
     replacements in the same order, each called directly instead of through NLTK's timed wrapper (`nltk.redos`), whose
-    per-call overhead and time limit are a large share of the tokenizer's time on short texts. Texts over DIRECT_CHARS
-    go to NLTK's own method. tests/scoring/test_nltk_words.py checks the tokens against `nltk.word_tokenize`."""
+    per-call overhead and time limit are a large share of the tokenizer's time on short texts; a rule is skipped where
+    the text lacks every character it needs (NEEDS), and the ten contraction rules where one search of their union
+    finds none of them. Texts over DIRECT_CHARS go to NLTK's own method. tests/scoring/test_nltk_words.py checks the
+    tokens against `nltk.word_tokenize`."""
 
     def __init__(self, destructive: Any, whole: Callable[[str], list[str]]) -> None:
         rules = destructive.NLTKWordTokenizer
-        pairs = [*rules.STARTING_QUOTES, *rules.PUNCTUATION, rules.PARENS_BRACKETS, rules.DOUBLE_DASHES]
-        self.before = [(getattr(pattern, "_rx", pattern), replacement) for pattern, replacement in pairs]
-        pairs = [*rules.ENDING_QUOTES, *[(pattern, r" \1 \2 ") for pattern in rules.CONTRACTIONS2 + rules.CONTRACTIONS3]]
-        self.after = [(getattr(pattern, "_rx", pattern), replacement) for pattern, replacement in pairs]
+        self.before = _rules([*rules.STARTING_QUOTES, *rules.PUNCTUATION, rules.PARENS_BRACKETS, rules.DOUBLE_DASHES])
+        self.ending = _rules(rules.ENDING_QUOTES)
+        contractions = [*rules.CONTRACTIONS2, *rules.CONTRACTIONS3]
+        self.contractions = [(pattern, r" \1 \2 ") for pattern in contractions]
+        # Their union: it finds a match in a text exactly where one of them would (each starts with `(?i)`).
+        self.any_contraction = re.compile("|".join(f"(?:{p.pattern.removeprefix('(?i)')})" for p in contractions),
+                                          re.IGNORECASE)
         self.whole = whole
 
     def __call__(self, text: str) -> list[str]:
         if len(text) > DIRECT_CHARS:
             return self.whole(text)
-        for pattern, replacement in self.before:
-            text = pattern.sub(replacement, text)
-        text = " " + text + " "
-        for pattern, replacement in self.after:
-            text = pattern.sub(replacement, text)
+        text = " " + _apply(self.before, text) + " "
+        text = _apply(self.ending, text)
+        if self.any_contraction.search(text):
+            for pattern, replacement in self.contractions:
+                text = pattern.sub(replacement, text)
         return text.split()
+
+
+def _rules(pairs: list[tuple[Any, str]]) -> list[Rule]:
+    """NLTK's (pattern, replacement) pairs as `Rule`s: the compiled pattern inside NLTK's wrapper, and what it needs."""
+    return [(getattr(pattern, "_rx", pattern), replacement, NEEDS.get(pattern.pattern)) for pattern, replacement in pairs]
+
+
+def _apply(rules: list[Rule], text: str) -> str:
+    for pattern, replacement, needs in rules:
+        if needs is None or any(character in text for character in needs):
+            text = pattern.sub(replacement, text)
+    return text
 
 
 def _find_punkt(data: Any, shipped: Path) -> Path | None:
