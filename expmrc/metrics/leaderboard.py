@@ -37,6 +37,7 @@ SPECIAL_TOKENS = (
 _SPLIT_CHARS = frozenset(t for t in SPECIAL_TOKENS if len(t) == 1)
 _DROP_CHARS = frozenset(string.punctuation + "".join(SPECIAL_TOKENS))
 _ARTICLES = frozenset(("a", "an", "the"))
+_DROPPED = _ARTICLES | _DROP_CHARS  # the tokens `normalize` drops: articles (lowercase) and single punctuation
 NLTK_HINT = "python -m nltk.downloader punkt_tab"
 T = TypeVar("T")  # what a metric compares: normalized text, tokens, segments
 # NLTK's English Punkt tables (Apache 2.0), copied unchanged into the package with their licence
@@ -159,7 +160,7 @@ def tokenize(text: str) -> list[str]:
 
 def normalize(tokens: Iterable[str]) -> list[str]:
     """Drop articles and single punctuation characters, lowercase the rest."""
-    return [t.lower() for t in tokens if t not in _ARTICLES and t not in _DROP_CHARS]
+    return [t.lower() for t in tokens if t not in _DROPPED]
 
 
 @lru_cache(maxsize=1 << 18)
