@@ -43,7 +43,6 @@ import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Iterator
@@ -107,6 +106,8 @@ class Environment:
     @classmethod
     def here(cls, device: str | None) -> Environment:
         """This process's environment, on `device` (None: no local device, e.g. a remote LLM endpoint)."""
+        from importlib import metadata  # here, not at the top: scoring imports this module and needs none of it
+
         versions: dict[str, str | None] = {"expmrc": __version__, "python": platform.python_version()}
         for name in PACKAGES:
             try:

@@ -15,9 +15,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from expmrc import __version__
 from expmrc.data.datasets import LABELS as OPTION_LABELS
@@ -29,6 +27,9 @@ from expmrc.scoring.scorer import question_type
 from expmrc.scoring.stats import Difference, Resampling, order_interval, paired_bootstrap, randomization, resampled_figures
 from expmrc.text.locate import find
 from expmrc.text.sentences import split_sentences
+
+if TYPE_CHECKING:  # numpy is imported where a rate is resampled: plain scoring, which imports this module, never needs it
+    import numpy as np
 
 SUPPORTED, NOT_SUPPORTED, CONTRADICTED = "supported", "not-supported", "contradicted"
 NO_EVIDENCE, NO_ANSWER, UNJUDGED = "no-evidence", "no-answer", "unjudged"
@@ -276,10 +277,14 @@ class Support:
 
     def vector(self) -> np.ndarray:
         """1 where a question's evidence was judged to support its answer, else 0, in dataset order."""
+        import numpy as np
+
         return np.array([float(j.label == SUPPORTED) for j in self.questions])
 
     def parts(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """The support rate as per-question ratios, for expmrc.scoring.stats."""
+        import numpy as np
+
         return {KEY: (self.vector(), np.ones(self.total))}
 
     def rate(self) -> float:
