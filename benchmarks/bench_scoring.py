@@ -56,12 +56,16 @@ def best_time(commands: list[list[str]], repeat: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.errors import ExpmrcError, OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--official", help="path to a copy of the official eval_expmrc.py, timed as the reference")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     if not os.environ.get("EXPMRC_DATA"):
-        sys.exit("set EXPMRC_DATA to the folder holding the four dev sets")
+        raise ExpmrcError("set EXPMRC_DATA to the folder holding the four dev sets")
+    if args.official and not Path(args.official).is_file():  # before minutes of timing
+        raise ExpmrcError(f"{args.official}: no such file (--official takes a copy of the official eval_expmrc.py)")
     with tempfile.TemporaryDirectory() as tmp:
         pairs = make_submissions(Path(tmp))
         py = sys.executable
@@ -79,4 +83,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -268,4 +268,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

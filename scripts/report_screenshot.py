@@ -22,17 +22,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the headless-browser driver lives with the tests
 
+from expmrc.cli import run_guarded  # noqa: E402
+from expmrc.data.datasets import resolve_dataset_path  # noqa: E402
+from expmrc.data.io import atomic_file, check_output_path  # noqa: E402
+from expmrc.errors import OneLineParser  # noqa: E402
 from expmrc.reports.html import build_report  # noqa: E402
 from expmrc.reports.pages import write_page  # noqa: E402
 from helpers.browser import Browser  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", default=str(ROOT / "docs" / "img" / "report.png"))
     parser.add_argument("--width", type=int, default=1200)
     parser.add_argument("--height", type=int, default=820)
     args = parser.parse_args()
+    check_output_path(args.output, "file")
+    resolve_dataset_path("squad")  # SQuAD's dev set, before the browser starts: one line where there is none
     with tempfile.TemporaryDirectory() as tmp:
         other = str(Path(tmp) / "squad-answer-sentence.json")
         subprocess.run([sys.executable, "-m", "expmrc.cli", "evidence", "--method", "answer-sentence", "squad",
@@ -52,9 +58,10 @@ def main() -> None:
             browser.screenshot(shot)
             if browser.errors:
                 sys.exit(f"the page reported errors: {browser.errors}")
-        Image.open(shot).convert("RGB").quantize(colors=64).save(args.output, optimize=True)
+        with atomic_file(args.output) as png:
+            Image.open(shot).convert("RGB").quantize(colors=64).save(png, format="PNG", optimize=True)
     print(f"wrote {args.output} ({Path(args.output).stat().st_size:,d} bytes)")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_guarded(lambda _: main(), None))
