@@ -109,7 +109,7 @@ def test_an_upward_import_and_a_loop_are_caught(tmp_path):
 
 # docs/design.md: metrics/ is tested with the scorer, in tests/scoring/; these folders cross the floors
 TESTED_WITH = {"metrics": "scoring"}
-ACROSS = {"fuzz", "benchmarks", "helpers", "fixtures"}
+ACROSS = {"fuzz", "contract", "benchmarks", "helpers", "fixtures"}
 
 
 def test_the_tests_have_a_folder_per_floor():
