@@ -28,6 +28,7 @@ from expmrc.cli import COMMANDS
 
 pytestmark = needs_punkt
 SEED = int(os.environ.get("EXPMRC_CONTRACT_SEED", "0"))
+EVERY_CASE = os.environ.get("EXPMRC_CONTRACT_ALL") == "1"  # every class of every row, nothing drawn (minutes)
 HEAVY_CASES = 2  # classes drawn per heavy row and run
 CTRL_C_CASES = 3  # rows drawn for Ctrl-C among the cheap ones (a process each)
 
@@ -74,7 +75,7 @@ def drawn(seed: int) -> list[tuple[str, str]]:
     return chosen
 
 
-CASES = drawn(SEED)
+CASES = [(name, c) for name, row in ROWS.items() for c in applicable(row)] if EVERY_CASE else drawn(SEED)
 
 
 def case_id(case: tuple[str, str]) -> str:
@@ -156,11 +157,14 @@ def run(row: Row, sandbox: Sandbox, argv: list[str], env: dict[str, str], hostil
 
 
 def params(ctrl_c: bool) -> list:
-    """The cases as pytest parameters; a class a row still fails (its `later`) is expected to fail, strictly."""
-    return [pytest.param(case, id=case_id(case), marks=[pytest.mark.xfail(reason=ROWS[case[0]].later[case[1]],
-                                                                        strict=True)]
-                         if case[1] in ROWS[case[0]].later else [])
-            for case in CASES if (case[1] == "ctrl-c") == ctrl_c]
+    """The cases as pytest parameters; a class a row still fails (its `later`) is expected to fail, strictly; a
+    heavy row's, a shell script's and every Ctrl-C (a process each) are `slow`."""
+    def marks(name: str, hostile: str) -> list:
+        row = ROWS[name]
+        later = [pytest.mark.xfail(reason=row.later[hostile], strict=True)] if hostile in row.later else []
+        return later + ([pytest.mark.slow] if row.heavy or row.runner.endswith(".sh") or hostile == "ctrl-c" else [])
+    return [pytest.param(case, id=case_id(case), marks=marks(*case)) for case in CASES
+            if (case[1] == "ctrl-c") == ctrl_c]
 
 
 @pytest.mark.parametrize("case", params(ctrl_c=False))
