@@ -20,7 +20,6 @@ right (False with an uncased vocabulary: every capitalised word would be an unkn
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -264,11 +263,3 @@ def _refuse_layer_mismatch(source: ModelSource, report: LoadReport) -> None:
                           f"{', '.join(map(str, missing[:5]))} of the config's num_hidden_layers {layers}; they would "
                           "start random")
 
-
-def training_record(path: str) -> dict[str, Any]:
-    """The `expmrc` record a fine-tuned folder's config.json carries ({} when it has none)."""
-    try:
-        record = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("expmrc", {})
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return record if isinstance(record, dict) else {}
