@@ -123,7 +123,7 @@ ROWS: dict[str, Row] = {
         "SUBSET": "squad", "PLM_PATH": "{bert}", "DATA_PATH": "{data}", "OUTPUT_ROOT": "{outdir}",
         "TRAIN_FILE": "{train}", "PREDICT_FILE": "{dev}", "SWEEP_RUNS": "0.1:1", "COLLECT": "0",
         "EXTRA_ARGS": "--max_steps 1 --max_seq_length 64 --doc_stride 32"}, inputs=("train",), models=("bert",),
-        only=("unknown-flag",)),
+        only=("missing", "wrong-kind", "unknown-flag", "no-model"), heavy=True),
     "scripts/reproduce_table4.sh": Row("scripts/reproduce_table4.sh", ("--subsets", "squad"),
                                        env={"EXPMRC_DATA": "{data}"}, dir_inputs=("data",), prints=True,
                                        only=("missing", "unknown-flag")),

@@ -265,8 +265,10 @@ def stderr_lines(err: str) -> list[str]:
     return [line for line in err.replace("\r", "\n").splitlines() if line.strip()]
 
 
-def check_refused(outcome: Outcome, names: str | None, strict: bool, status: int = 2, starts: str = "error:") -> None:
-    """The contract of a refusal: exit `status`, the line (`starts`, naming `names`) last on stderr, no traceback.
+def check_refused(outcome: Outcome, names: str | tuple[str, ...] | None, strict: bool, status: int = 2,
+                  starts: str = "error:") -> None:
+    """The contract of a refusal: exit `status`, the line (`starts`, naming `names`, or one of them) last on stderr,
+    no traceback.
     `strict` (bad input, checked before any work): that line alone, and nothing on stdout; else (an output that
     fails once the work is done) progress bars, notes and warnings may come first, and the figures on stdout."""
     lines = stderr_lines(outcome.err)
@@ -276,7 +278,8 @@ def check_refused(outcome: Outcome, names: str | None, strict: bool, status: int
     assert len(shown) == 1 and shown[0].startswith(starts) and lines[-1] == shown[0], \
         f"not one `{starts}` line{'' if strict else ', last'}: {outcome.err[-1500:]!r}"
     if names is not None:
-        assert names in shown[0], f"the line does not name {names!r}: {shown[0]!r}"
+        assert any(name in shown[0] for name in ((names,) if isinstance(names, str) else names)), \
+            f"the line does not name {names!r}: {shown[0]!r}"
     if strict:
         assert outcome.out == "", f"printed on stdout though it refused: {outcome.out[:500]!r}"
 
