@@ -19,7 +19,6 @@ the passage text) and, of them, those `altered`; per kind of honest quote, those
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from expmrc.data import subsets  # noqa: E402
-from expmrc.data.datasets import load_dataset, passage_of  # noqa: E402
+from expmrc.data.datasets import load_dataset, passage_of, resolve_dataset_path  # noqa: E402
 from expmrc.text.grounding import ground_text  # noqa: E402
 from helpers.quotes import fabricated, faithful, gold_cases, longest_other, measure, rng_for, units  # noqa: E402
 from helpers.rule_quotes import FACT_KINDS, HELD_OUT_SEED, HONEST_KINDS, TUNING_SEED, measure_rule  # noqa: E402
@@ -97,12 +96,16 @@ def rule_tables(chosen: list[str], seed: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from expmrc.errors import OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--subsets", default=",".join(subsets.names()))
     parser.add_argument("--seeds", default=f"{TUNING_SEED},{HELD_OUT_SEED}",
                         help="the seeds of the rule's cases (0: the tests' and the tuning's; 4: held out)")
     args = parser.parse_args()
     chosen = args.subsets.split(",")
+    for subset in chosen:  # every dev set there, before the table starts
+        resolve_dataset_path(subset)
     print(f"{'subset':<9} {'cases':>5} {'located':>8} {'flagged':>8} {'answers':>8} {'quotes/s':>9} {'find/s':>9}")
     for subset in chosen:
         print(rates_and_speed(subset))
@@ -111,4 +114,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

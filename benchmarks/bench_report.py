@@ -62,12 +62,14 @@ def changed_copy(folder: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.errors import ExpmrcError, OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-browser", action="store_true", help="only build the pages")
     args = parser.parse_args()
     if not os.environ.get("EXPMRC_DATA"):
-        sys.exit("set EXPMRC_DATA to the folder holding the four dev sets")
+        raise ExpmrcError("set EXPMRC_DATA to the folder holding the four dev sets")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         jobs = [(subset, [str(ROOT / "sample_submission" / f"{subset}.json")]) for subset in subsets.names()]
@@ -106,4 +108,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -90,14 +90,18 @@ def differences(timed: Timed, official: Timed, names: list[str]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.errors import ExpmrcError, OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--official", required=True, help="path to a copy of the official eval_expmrc.py")
     parser.add_argument("--repeat", type=int, default=3, help="rounds of each way of scoring (the best is printed)")
     args = parser.parse_args()
     if not os.environ.get("EXPMRC_DATA"):
-        sys.exit("set EXPMRC_DATA to the folder holding the four dev sets")
-    if not Path(args.official).is_file():
-        sys.exit(f"{args.official}: no such file (a copy of the official eval_expmrc.py)")
+        raise ExpmrcError("set EXPMRC_DATA to the folder holding the four dev sets")
+    if not 1 <= args.repeat <= 100:
+        parser.error(f"--repeat takes 1 to 100 rounds, not {args.repeat}")
+    if not Path(args.official).is_file():  # before minutes of timing
+        raise ExpmrcError(f"{args.official}: no such file (--official takes a copy of the official eval_expmrc.py)")
     with tempfile.TemporaryDirectory() as tmp:
         pairs = make_submissions(Path(tmp))
         py = sys.executable
@@ -123,4 +127,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -108,7 +108,9 @@ def real_batches(args: argparse.Namespace, device: torch.device) -> tuple[list[d
     order = grouped_epoch_order(np.asarray(data.lengths()), args.seed, 0, args.batch)
     full = len(order) // args.batch
     if full == 0:
-        raise SystemExit(f"error: {len(order)} windows do not fill one batch of {args.batch}; raise --questions")
+        from expmrc.errors import ExpmrcError
+
+        raise ExpmrcError(f"{len(order)} windows do not fill one batch of {args.batch}; raise --questions")
     return [data.batch([int(i) for i in order[k * args.batch:(k + 1) * args.batch]]) for k in range(full)], tokenizer
 
 
@@ -331,4 +333,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -82,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         if os.path.realpath(path) == os.path.realpath(args.baseline):
             raise ExpmrcError(f"{path}: the baseline is also listed as a system; a submission compared with itself "
                               "tells nothing")
+    if args.test != "randomization" and args.trials != DEFAULT_TRIALS:
+        raise ExpmrcError("--trials sets the approximate randomization test; add --test randomization")
     settings = Resampling(args.ci_resamples, args.seed, args.confidence)
     config = JudgeConfig.from_flags(vars(args)) if args.judge else None
     dataset = load_dataset(args.dataset, args.subset)

@@ -58,16 +58,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from expmrc.data.datasets import load_dataset
-    from expmrc.data.io import check_output_path, write_json_atomic, write_text_atomic
+    from expmrc.data.io import check_distinct_outputs, check_output_path, json_text, write_texts_atomic
     from expmrc.data.submissions import load_submission
-    from expmrc.errors import ExpmrcError
     from expmrc.text.grounding import STATUSES, ground_submission, trust_line
 
     for path in (args.output, args.details):
         if path:
             check_output_path(path, "file", inputs=[args.dataset, args.submission])
-    if args.details and args.details == args.output:
-        raise ExpmrcError(f"{args.output}: --output and --details name the same file")
+    check_distinct_outputs({"--output": args.output, "--details": args.details})
     dataset = load_dataset(args.dataset, args.subset)
     submission = load_submission(args.submission)
     result = ground_submission(dataset, submission, args.drop_unverified, source=args.submission)
@@ -75,9 +73,9 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         print(f"warning: {args.submission}: {missing} of {len(dataset.questions)} questions have no prediction",
               file=sys.stderr)
-    if args.details:
-        write_text_atomic(args.details, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.details))
-    write_json_atomic(args.output, result.submission, indent=1)
+    details = [(args.details, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.details))] \
+        if args.details else []
+    write_texts_atomic([*details, (args.output, json_text(args.output, result.submission, indent=1))])
     fields = [("evidence", result.counts)] + ([("answer", result.answer_counts)] if result.answer_counts else [])
     for name, counts in fields:
         print(f"{name}: " + ", ".join(f"{status} {counts[status]}" for status in STATUSES))

@@ -72,6 +72,11 @@ def check_flags(args: LLMConfig) -> None:
     if args.samples > 1 and args.temperature == 0:
         raise ExpmrcError(f"--samples {args.samples} at --temperature 0 would repeat the same reply {args.samples} "
                           "times; sample with a --temperature above 0 (e.g. 0.7)")
+    if args.cache_old_keys and (unread := next((flag for flag, given in (
+            ("--no-cache", args.no_cache), ("--import-batch", args.import_batch), ("--export-batch", args.export_batch))
+            if given), None)):
+        raise ExpmrcError(f"--cache-old-keys reads old replies from the response cache, which a run with {unread} "
+                          "does not read; drop one of them")
     if args.shots and not args.shots_file:
         raise ExpmrcError("--shots needs --shots-file, a labelled file to draw examples from "
                           "(e.g. `expmrc pseudo` output on the training set)")

@@ -17,7 +17,7 @@ import collections
 import re
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TextIO
 from collections.abc import Sequence
 
 from expmrc import __version__
@@ -243,8 +243,10 @@ def no_match_problem(report: Report) -> str | None:
             f"{report.dataset_path} ({report.subset}); {like}. Wrong dataset or submission?")
 
 
-def warn_about(report: Report, stream=sys.stderr) -> None:
-    """The leaderboard's `Unanswered question: ID` lines, then one line for ids not in the dataset."""
+def warn_about(report: Report, stream: TextIO | None = None) -> None:
+    """The leaderboard's `Unanswered question: ID` lines, then one line for ids not in the dataset (on stderr as it
+    is when called, not as it was at import)."""
+    stream = stream or sys.stderr
     for q in report.questions:
         if not q.answered:
             stream.write(f"Unanswered question: {q.id}\n")

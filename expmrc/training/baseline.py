@@ -34,7 +34,7 @@ from expmrc.features.windows import FeatureReport, FeatureTable, uses_token_type
 from expmrc.inference.saved import Prediction, SavedModel
 from expmrc.inference.task_predictor import TaskPredictor
 from expmrc.logs import setup_logging
-from expmrc.models.backbones import ModelSource, load_task_model, resolve_source
+from expmrc.models.backbones import ModelSource, check_model_folder, load_task_model, resolve_source
 from expmrc.models.unpadded import resolve_attention
 from expmrc.scoring.scorer import score
 from expmrc.tasks import TaskSettings, TaskSpec
@@ -310,6 +310,8 @@ def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[BaselineRun, 
         if config.do_train else None
     predict_set = load_dataset(paths.predict_file or "", kind=task.kind, fallback=config.task_name) \
         if config.do_predict else None
+    if paths.model_name_or_path:  # a folder that is not there, or damaged: before the run says or makes anything
+        check_model_folder(paths.model_name_or_path)
     output = check_outputs(paths)
     previous = previous_record(output, config.overwrite_output_dir)
     if config.select_and_forget and config.do_predict and not config.do_train:

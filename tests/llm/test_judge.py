@@ -253,12 +253,10 @@ def test_the_sample_submissions_on_the_dev_sets_with_a_judge_that_knows_the_gold
 
 
 @pytest.mark.slow
-def test_ctrl_c_keeps_the_judges_replies_and_the_same_command_resumes(tmp_path):
+def test_ctrl_c_keeps_the_judges_replies_and_the_same_command_resumes(tmp_path, press_ctrl_c):
     import re
-    import signal
     import subprocess
     import sys
-    import time
 
     from helpers.common import environment
 
@@ -267,14 +265,10 @@ def test_ctrl_c_keeps_the_judges_replies_and_the_same_command_resumes(tmp_path):
     argv = [sys.executable, "-m", "expmrc.cli", "judge", dataset, predictions, "--judge", "chat", "--judge-model",
             "fake-model", "--cache", str(tmp_path / "c.sqlite"), "--concurrency", "2", "--quiet", "--json"]
     with FakeChatServer(gold_judge(dataset), delay=0.3) as server:
-        child = subprocess.Popen([*argv, "--base-url", server.url], env=environment(), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
-        while len(server.requests) < 4 and time.time() < deadline and child.poll() is None:
-            time.sleep(0.02)
-        child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=60)
-        assert child.returncode == 130 and len(err.strip().splitlines()) == 1, err
+        child = press_ctrl_c.start([*argv, "--base-url", server.url], env=environment(), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        status, _, err, _ = press_ctrl_c.press_when(child, lambda: len(server.requests) >= 4)
+        assert status == 130 and len(err.strip().splitlines()) == 1, err
         assert re.fullmatch(r"interrupted: \d+ of \d+ judge replies are cached in .+; the same command resumes",
                             err.strip()), err
         first = [asked(body) for body in server.requests]
