@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from expmrc.data.datasets import SpanQuestion, load_dataset  # noqa: E402
+from expmrc.errors import ExpmrcError, OneLineParser  # noqa: E402
 from expmrc.metrics.cmrc2018 import cmrc2018_exact_match, cmrc2018_f1, cmrc2018_normalize  # noqa: E402
 
 
@@ -59,17 +60,20 @@ def protocols(questions: list[SpanQuestion]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dataset", nargs="?", default=os.environ.get("EXPMRC_CMRC2018_DEV"),
                         help="CMRC 2018's cmrc2018_dev.json (default: $EXPMRC_CMRC2018_DEV)")
     args = parser.parse_args()
     if not args.dataset or not Path(args.dataset).is_file():
-        sys.exit("give CMRC 2018's cmrc2018_dev.json, or set EXPMRC_CMRC2018_DEV to it")
+        raise ExpmrcError(f"{args.dataset or 'no dataset'}: give CMRC 2018's cmrc2018_dev.json, or set "
+                          "EXPMRC_CMRC2018_DEV to it")
     questions = [q for q in load_dataset(args.dataset, subset="cmrc2018").questions if isinstance(q, SpanQuestion)]
     if any(len(q.answers) != 3 for q in questions):
-        sys.exit(f"{args.dataset}: every question needs three answers, as CMRC 2018's development set has")
+        raise ExpmrcError(f"{args.dataset}: every question needs three answers, as CMRC 2018's development set has")
     print("\n".join(agreement(questions) + protocols(questions)))
 
 
 if __name__ == "__main__":
-    main()
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

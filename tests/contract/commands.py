@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from contract.harness import CLASSES
+from contract.harness import CLASSES, INPUT_CLASSES
 
 JUDGE_LATER = "issue 37 item 2 (the judge helper, after the llm restructure)"
 
@@ -136,6 +136,8 @@ ROWS: dict[str, Row] = {
     "scripts/report_screenshot.py": Row("scripts/report_screenshot.py", ("--output", "{out}"),
                                         env={"EXPMRC_DATA": "{data}"}, dir_inputs=("data",), outputs=("out",),
                                         only=("missing", "unknown-flag")),
+    "scripts/cmrc2018_annotators.py": Row("scripts/cmrc2018_annotators.py", ("{dev}",), inputs=("dev",),
+                                          only=(*INPUT_CLASSES, "unknown-flag")),
     # ---- benchmarks that read files (the rest: NO_FILES below)
     "benchmarks/bench_sweep_model.py": Row("benchmarks/bench_sweep_model.py", ("--steps", "{steps}"),
                                            inputs=("steps",), interrupt="steps"),
