@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             raise ExpmrcError(f"{path}: the baseline is also listed as a system; a submission compared with itself "
                               "tells nothing")
     settings = Resampling(args.ci_resamples, args.seed, args.confidence)
-    config = JudgeConfig.from_flags(vars(args)) if args.judge else None
+    config = JudgeConfig.from_flags(vars(args))
     dataset = load_dataset(args.dataset, args.subset)
     metrics = select(args.metrics, dataset)
     baseline = score_files(dataset, args.baseline, metrics)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -78,11 +79,13 @@ def run(args: argparse.Namespace) -> int:
     from expmrc.llm.fetch import Interrupted
     from expmrc.llm.judges import judge_submission, stopped_line
     from expmrc.scoring.stats import Resampling
-    from expmrc.scoring.support import choose_statement, file_sha256
+    from expmrc.errors import ExpmrcError
+    from expmrc.scoring.support import choose_statement
     from expmrc.text.grounding import check_subset
 
     started = time.time()
     config = JudgeConfig.from_flags(vars(args))
+    assert config is not None  # --judge is required here
     settings = Resampling(args.ci_resamples, args.seed, args.confidence)
     dataset = load_dataset(args.dataset, args.subset)
     submission = load_submission(args.predictions)
@@ -91,13 +94,15 @@ def run(args: argparse.Namespace) -> int:
     for output in (args.details, args.output):
         if output:
             check_output_path(output, "file", inputs=[dataset.path, args.predictions])
+    if args.details and args.output and os.path.realpath(args.details) == os.path.realpath(args.output):
+        raise ExpmrcError(f"{args.output}: given for both --details and --output; give each output a file of its own")
     try:
         support, record = judge_submission(config, dataset, args.predictions, submission, settings, started,
                                            getattr(args, "command_line", None))
     except Interrupted as stop:
         print(stopped_line(stop.status, stop.cached, stop.total, config), file=sys.stderr)
         return stop.status
-    summary = {**support.summary(), "predictions_sha256": file_sha256(args.predictions)}
+    summary = support.summary()
     if args.details:
         write_text_atomic(args.details, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in support.details()))
     if args.output:

@@ -248,6 +248,8 @@ def hub_source(model: str, timeout: float = 10.0) -> bool:
     file for about a minute before failing, even for a model it holds in its cache."""
     if os.path.isdir(model):
         return False
+    if not re.fullmatch(r"(?:[\w.-]+/)?[\w.-]{1,96}", model) or re.search(r"--|\.\.|^[.-]|[.-]$|/[.-]|[.-]/", model):
+        raise ExpmrcError(f"{model}: no such folder (and no Hugging Face Hub id, which is NAME or ORG/NAME)")
     from huggingface_hub import HfApi, constants
 
     cached = _hub_snapshot(model) is not None
