@@ -90,19 +90,25 @@ def _said(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
-def load_nli(model: str) -> tuple[Any, Any, dict[int, str]]:
-    """The tokenizer, the sequence-classification model and its labels' roles of `model` (a folder or Hub id), each
-    failure one line naming the file or the part that could not be loaded. A folder is checked before loading, a
-    Hub id asked of the cache or the Hub once (`hub_source`: an unreachable Hub is a line, not a minute of
-    retries). The loaders are the library's, reading the user's files: any error they raise is bad input."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
-
+def nli_source(model: str) -> bool:
+    """Check where `model` comes from before anything heavy is imported, and whether it must load from the Hugging
+    Face cache alone: a file or a damaged folder is one line (`check_folder`), a Hub id is asked of the cache or
+    the Hub once (`hub_source`: a missing folder, or an unreachable Hub, is a line, not a minute of retries)."""
     if os.path.exists(model) and not os.path.isdir(model):
         raise ExpmrcError(f"{model}: a file, not a model's folder (config.json, the weights and the tokenizer)")
     cache_only = hub_source(model)
-    local = os.path.isdir(model)
-    if local:
+    if os.path.isdir(model):
         check_folder(model)
+    return cache_only
+
+
+def load_nli(model: str, cache_only: bool) -> tuple[Any, Any, dict[int, str]]:
+    """The tokenizer, the sequence-classification model and its labels' roles of `model` (a folder or Hub id,
+    checked by `nli_source`), each failure one line naming the file or the part that could not be loaded. The
+    loaders are the library's, reading the user's files: any error they raise is bad input."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    local = os.path.isdir(model)
     where = os.path.join(model, "config.json") if local else f"{model} (its config.json)"
     try:
         config = AutoConfig.from_pretrained(model, local_files_only=cache_only)
@@ -135,13 +141,14 @@ class NLIJudge:
     name = "nli"
 
     def __init__(self, model: str, batch_size: int = 32, device: str = "auto", progress: bool = True) -> None:
+        cache_only = nli_source(model)  # before torch loads: a bad source is a line at once
         import torch
 
         from expmrc.logs import quiet_libraries
 
         quiet_libraries()
         self.torch, self.model_name, self.batch_size, self.progress = torch, model, batch_size, progress
-        self.tokenizer, loaded, self.roles = load_nli(model)
+        self.tokenizer, loaded, self.roles = load_nli(model, cache_only)
         self.entailment = next(i for i, role in self.roles.items() if role == "entailment")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
