@@ -84,7 +84,7 @@ def build_model(folder: Path, shape: str, pairs: list) -> str:
                         label2id={v: k for k, v in LABELS.items()})
     torch.manual_seed(0)
     BertForSequenceClassification(config).save_pretrained(folder)
-    BertTokenizer(vocab_file=str(folder / "vocab.txt"), do_lower_case=True).save_pretrained(folder)
+    BertTokenizer(vocab=str(folder / "vocab.txt"), do_lower_case=True).save_pretrained(folder)
     return str(folder)
 
 

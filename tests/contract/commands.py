@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 
 from contract.harness import CLASSES, INPUT_CLASSES
 
-JUDGE_LATER = "issue 37 item 2 (the judge helper, after the llm restructure)"
-
 
 @dataclass(frozen=True)
 class Row:
@@ -51,6 +49,8 @@ SUBSET_SCRIPT = {"PLM_PATH": "{bert}", "DATA_PATH": "{data}", "MODEL_PATH": "{ou
 CHOICE_SCRIPT = {**SUBSET_SCRIPT, "TRAIN_FILE": "{ctrain}", "PREDICT_FILE": "{cdev}",
                  "EXTRA_ARGS": "--max_steps 1 --max_seq_length 64 --allow_unknown_tokens True"}
 JUDGE_CHAT = ("--judge", "chat", "--judge-model", "fake-model", "--base-url", "{server}", "--cache", "{cache}")
+GROUND_JUDGE = ("--judge", "chat", "--judge-model", "fake-model", "--judge-base-url", "{server}", "--judge-cache",
+                "{cache}")
 
 ROWS: dict[str, Row] = {
     # ---- the `expmrc` commands (expmrc.cli.COMMANDS)
@@ -83,11 +83,14 @@ ROWS: dict[str, Row] = {
                                           "--names"), interrupt="preds"),
     "ground": Row("expmrc", ("ground", "{dev}", "{preds}", "--output", "{out}", "--details", "{details}"),
                   inputs=("dev", "preds"), outputs=("out", "details"), interrupt="preds"),
+    "ground --judge": Row("expmrc", ("ground", "{dev}", "{preds}", *GROUND_JUDGE, "--quiet", "--output", "{out}",
+                                     "--details", "{details}"), inputs=("dev", "preds"), outputs=("out", "details"),
+                          lone=(("ground", "{dev}", "{preds}", "--output", "{out}", "--judge-model", "fake-model"),
+                                "--judge"), interrupt="preds", keeps=("cache",)),
     "judge": Row("expmrc", ("judge", "{dev}", "{preds}", *JUDGE_CHAT, "--quiet", "--output", "{out}", "--details",
                             "{details}"), inputs=("dev", "preds"), outputs=("out", "details"),
                  lone=(("judge", "{dev}", "{preds}", "--judge-model", "fake-model"), "--judge"), prints=True,
-                 interrupt="preds", keeps=("cache",),
-                 later={"two-outputs": JUDGE_LATER, "full-output": JUDGE_LATER}),
+                 interrupt="preds", keeps=("cache",)),
     "llm": Row("expmrc", ("llm", "{dev}", "--model", "fake-model", "--base-url", "{server}", "--output", "{outdir}",
                           "--cache", "{cache}", "--quiet"), inputs=("dev",), dir_outputs=("outdir",),
                lone=(("llm", "{dev}", "--model", "fake-model", "--base-url", "{server}", "--output", "{outdir}",

@@ -9,6 +9,7 @@ test")."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -82,9 +83,15 @@ def case_id(case: tuple[str, str]) -> str:
     return f"{case[0]}:{case[1]}"
 
 
+def contract_reply(body: dict) -> str:
+    """A judge's question gets a verdict, any other prompt an answer with its evidence."""
+    judged = "Reply with one word" in json.dumps(body) or "只回答一个词" in json.dumps(body, ensure_ascii=False)
+    return "supported" if judged else '{"answer": "Melbourne", "evidence": "Melbourne is the sporting capital."}'
+
+
 @pytest.fixture(scope="module")
 def server():
-    with FakeChatServer(lambda body: '{"answer": "Melbourne", "evidence": "Melbourne is the sporting capital."}') as s:
+    with FakeChatServer(contract_reply) as s:
         yield s.url
 
 
