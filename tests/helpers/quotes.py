@@ -79,6 +79,8 @@ def ellipsis(text: str, rng: random.Random) -> str:
     start = rng.randrange(2, len(parts) - 2 - count + 1)
     while count > 1 and any(_NEGATION_UNIT.search(u) for u in parts[max(start, start + count - 2):start + count]):
         count -= 1
+    if any(_NEGATION_UNIT.search(u) for u in parts[max(start, start + count - 2):start + count]):
+        return text  # only a negation could be left out: an honest quote leaves it in
     mark = rng.choice(("……", "…") if chinese else ("...", "…", " ... "))
     return join(parts[:start], chinese) + mark + join(parts[start + count:], chinese)
 
