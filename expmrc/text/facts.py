@@ -14,18 +14,21 @@ difference only of token boundaries (`10 km` / `10km`) is form; every other one 
 - `number`: the quote writes a number or its unit where the passage does not (added or replacing),
   or replaces one, or leaves out part of one and keeps the rest (`3.2` → `32`, `102 million` →
   `million`, `5 km` → `5`). A number is a run of digits, Chinese numerals (outside words such as
-  一起 一样), English number words and currency or percent signs; its unit is the word (one or two
-  CJK characters) right after it;
+  一起 一样), English number words and currency or percent signs; its unit is a unit of measure,
+  currency or time right after it (`km`, `dollars`, `October`, also after one other word: `Australian
+  dollars`), in Chinese a measure word or unit (个 年 元 公里 平方公里);
 - `name`: a capitalised word the quote writes that the passage does not hold, or a capitalised word
   of the passage replaced; a Chinese name of the passage with a character replaced, added or left
   out (names found as `chinese_names` says);
 - `word`: any other word or character added, left out or replaced.
 
 A whole number or name left out silently is a `word` change: the quote says less, not something
-else. A quote whose outer edge cuts a number or a word's `n't` in two (`195` of `1956`, `3` of
-`3.2`, `did` of `didn't`) changes that fact too. A capitalised word is not a name at the start of a
-sentence unless the text also writes it capitalised within one; a quote written in capitals or in
-title case says nothing by its case (only the passage's names count).
+else. A quote whose outer edge leaves part of a fact outside (`edge_fact`: `195` of `1956`, `3` of
+`3.2`, `did` of `didn't`, `3.2` of `3.2%`, `45` of `$45`, `did` of `did not`) changes that fact
+too. A capitalised word is not a name at the start of a sentence (or after a colon) unless the text
+also writes it capitalised within one; a quote written in capitals or in title case says nothing by
+its case (only the passage's names count). `framing_changes` compares a framing that is passage
+text (`X said, "…"`) with the passage text before the quote it frames.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ _NOT_AHEAD = re.compile(r"[^\W\d_]*n['’‘ʼ＇]t\b", re.IGNORECASE)  # the re
 
 ZH_NEGATIONS = frozenset("不没沒未无無非别別勿")  # as written (the fact check folds traditional script)
 _NEGATION_WORDS = "|".join(sorted(NEGATIONS))
+_NEGATED_AUXILIARIES = frozenset("有能会曾再用要必肯敢得法是可该应")  # 没有, 不能, 无法: one negation word
 _NEGATING = rf"(?:{_NEGATION_WORDS}|cannot|[^\W\d_]+n['’‘ʼ＇]t)"  # a negation word, `cannot`, a word ending in n't
 _NEGATION_AFTER = re.compile(rf"\s+({_NEGATING})\b(?!\.\s?\d)", re.IGNORECASE)  # not `No. 1`
 _NEGATION_BEFORE = re.compile(rf"\b({_NEGATING})\s+$", re.IGNORECASE)
@@ -201,8 +205,10 @@ def _sign_or_negation_before(passage: str, at: int) -> tuple[str, Span, bool] | 
     negation = _NEGATION_BEFORE.search(passage, max(0, at - 20), at)
     if negation:
         return NEGATION, (negation.start(1), end), False
-    if passage[at - 1] in ZH_NEGATIONS and not _in_word(passage, at - 1, _NOT_NEGATION):
-        return NEGATION, (at - 1, end), False
+    for k in (at - 1, at - 2):  # 不同意; 没有得到, 无法履行, 不能去
+        if k >= 0 and passage[k] in ZH_NEGATIONS and not _in_word(passage, k, _NOT_NEGATION) \
+                and (k == at - 1 or passage[k + 1] in _NEGATED_AUXILIARIES):
+            return NEGATION, (k, end), False
     return None
 
 

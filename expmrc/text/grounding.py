@@ -1,17 +1,20 @@
 """Grounding free-form quotes (an LLM's evidence and span answers) in their passage: docs/grounding.md.
 
 One rule: a located quote is replaced by the passage text only when every difference is form. A quote
-is tried verbatim, then normalized (the `locate` policies of those names: differences of form folded
-away), as given and then without a framing sentence (`The passage says: "..."`, `原文写道：“...”`) or
-list markers at line starts (`1.`, `(1)`, `①`, `一、`, `-`); a quote of several sentences or list
-items is tried item by item too; then by fuzzy alignment (the `fuzzy` policy), whose differences
-from the passage are listed and classified (`expmrc.text.facts`). A quote with an ellipsis (`...`,
-`…`, `……`) is found piece by piece, in order, and covers the pieces; a negation the ellipsis stands
-for is a change. Each field gets a status: `exact`, `normalized` (every difference form), `reworded`
-(words added, left out or replaced, no fact among them), `altered` (a number, negation or name
-changed), `unverified` (found nowhere well enough) or `missing` (empty). Only `exact` and `normalized`
-fields are replaced by the passage text; a reworded or altered one keeps the model's words, with its
-located offsets and its `changes`.
+is first freed of HTML and of citation marks the passage does not hold (`&amp;`, `<b>`, `[1]`, `(S3)`,
+`【1】`, `^1`); then tried verbatim, then normalized (the `locate` policies of those names: differences
+of form folded away), as given and then without a framing sentence of the model's own (`The passage
+says: "..."`, `原文写道：“...”`; a framing that is passage text, `X said, "..."`, is compared with the
+passage like the rest of the quote) or list markers at line starts (`1.`, `(1)`, `①`, `一、`, `-`); a
+quote of several sentences or list items is tried item by item too; then by fuzzy alignment (the
+`fuzzy` policy), whose differences from the passage are listed and classified (`expmrc.text.facts`).
+A match whose outer edge leaves part of a fact outside (`3.2` of `3.2%`, `did` of `did not`) is no
+match. A quote with an ellipsis (`...`, `…`, `……`, `[...]`, `(…)`) is found piece by piece, in order,
+and covers the pieces; a negation the ellipsis stands for is a change. Each field gets a status:
+`exact`, `normalized` (every difference form), `reworded` (words added, left out or replaced, no fact
+among them), `altered` (a number, negation or name changed), `unverified` (found nowhere well enough)
+or `missing` (empty). Only `exact` and `normalized` fields are replaced by the passage text; a
+reworded or altered one keeps the model's words, with its located offsets and its `changes`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from expmrc.data.datasets import Dataset, SpanQuestion, passage_of
@@ -100,6 +104,7 @@ def unframed(passage: str, text: str) -> str | None:
     return None if framed is None or framed[2] else framed[1]
 
 
+@lru_cache(maxsize=256)
 def _framed(passage: str, text: str) -> tuple[str, str, bool] | None:
     """(framing, quote, whether the framing is passage text) of a framed `text` (`framing`), or None. A framing is
     the model's own, to be left out, when it names its source (the passage, the text, 原文 …) and is no passage

@@ -60,7 +60,7 @@ _FINAL_NEGATION_ZH = re.compile(r"(?:没有|不|没|未)(?=[。！？，；”�
 _INITIAL_NEGATION_EN = re.compile(r"(?:^|(?<=[.!?] ))(?:Not|Never|No|None of|Nothing|Nobody|Neither|Without) (?=\w)")
 _INITIAL_NEGATION_ZH = re.compile(r"(?:^|(?<=[。！？，]))(?:不|没有|没|未)(?![过但仅少断久管论])(?=[\u4e00-\u9fff])")
 _EN_NEGATION = re.compile(r"(?<=\w) (?:not|never|no)\b|(?<=\w)n't\b")
-_ZH_NEGATION = re.compile(r"(?<=[\u4e00-\u9fff])(?:没有|不|没|未)(?![过但仅少断久管论])(?=[\u4e00-\u9fff])")
+_ZH_NEGATION = re.compile(r"(?<=[\u4e00-\u9fff])(?:没有|不|没|未)(?![过但仅少断久管论来])(?=[\u4e00-\u9fff])")
 _SPEECH_EN = re.compile(r"(?:^|(?<=[.!?] ))(?P<pre>[A-Z][^.!?\"“”]{0,70}?)\s(?P<verb>said|says|asked|replied|added|"
                         r"explained|wrote|writes|told \w+|shouted|cried)(?P<colon>[,:]?)\s(?P<open>[\"“])"
                         r"(?P<body>[^\"“”]{12,240})(?P<close>[\"”])")
@@ -129,7 +129,7 @@ def initial_negation(evidence: str, passage: str, rng: random.Random) -> str | N
         options.append((evidence[:m.start()] + (rest if chinese or m.start() else rest[:1].upper() + rest[1:]), ""))
     for m in (_ZH_NEGATION if chinese else _EN_NEGATION).finditer(evidence):
         quote = evidence[m.end():].lstrip()
-        if len(quote) >= (6 if chinese else 20):
+        if len(quote) >= (6 if chinese else 20) and quote[0].isalnum():  # not `, you may` after `not`
             options.append((quote, evidence[m.start():len(evidence) - len(quote)]))  # the negation and spaces
     if not options:
         return None
@@ -267,6 +267,10 @@ def stitched(evidence: str, passage: str, start: int, end: int, rng: random.Rand
     tail = other.split(comma, 1)[1] if comma in other[4:-4] else _half(other, chinese, False)
     if len(head.strip("，。, ")) < 4 or len(tail.strip("，。, ")) < 4:
         return None
+    joint = head.rstrip("，。, ")[-1:] + tail.lstrip("，。, ")[:1] if chinese else \
+        head.rstrip(", ").split(" ")[-1] + " " + tail.lstrip().split(" ")[0]
+    if joint in passage:
+        return None  # the join is passage text: the "stitch" may be a sentence the passage says
     if chinese:
         quote = head.rstrip("，。") + "，" + tail
     else:
@@ -342,8 +346,9 @@ def bracketed_ellipsis(evidence: str, rng: random.Random) -> str | None:
         count -= 1
     if any(_NEGATION_UNIT.search(u) for u in parts[max(start, start + count - 2):start + count]):
         return None
-    if chinese and any(re.fullmatch(r"[A-Za-z]{2}", "".join(parts[k - 1:k + 1])) for k in (start, start + count)):
-        return None  # the ellipsis would cut a word in Latin letters
+    if chinese and any(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9,.]|[,.][0-9]", "".join(parts[k - 1:k + 1]))
+                       for k in (start, start + count)):
+        return None  # an honest ellipsis cuts no number or Latin word in two
     marks = ("（……）", "[……]", "（…）", "[…]") if chinese else ("[...]", "[…]", "(…)", "(...)", "[ ... ]")
     mark = rng.choice(marks)
     join = "".join if chinese else " ".join
