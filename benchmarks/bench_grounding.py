@@ -165,7 +165,7 @@ def main() -> None:
                              f"{HELD_OUT_SEED}: held out)")
     parser.add_argument("--against", metavar="COMMIT", help="also time the package of this commit (git archive) on "
                         "the same quotes, in turns, and print the ratio")
-    parser.add_argument("--rounds", type=int, default=3, help="turns of each package with --against")
+    parser.add_argument("--rounds", type=int, default=5, help="turns of each package with --against")
     parser.add_argument("--speed-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--package", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -64,10 +64,11 @@ _TOKEN = re.compile(rf"[{CJK}]|\d+(?:[.,]\d+)*(?:[^\W\d_{CJK}]+)?|[^\W_{CJK}]+(?
 _ZH_UNITS = frozenset("个年月日天号时分秒周岁元角块毛次回遍趟人名位口户家座栋间层楼本册页张条根支枝只头匹尾件套双对副"
                       "台辆架艘部场届期批种类项门所片颗粒滴杯瓶碗盘包箱袋斤两克吨米里尺寸丈亩顷升度倍成折级段节章首篇"
                       "句字行列排份笔例代世轮圈步声下点队国省市县区镑")
-_ZH_UNITS_LONG = ("人民币", "平方", "立方", "公里", "公斤", "公顷", "公尺", "公分", "英里", "英尺", "英寸", "英镑", "英亩",
+_ZH_UNITS_LONG_LIST = ("人民币", "平方", "立方", "公里", "公斤", "公顷", "公尺", "公分", "英里", "英尺", "英寸", "英镑", "英亩",
                   "美元", "美分", "千米", "千克", "千瓦", "厘米", "毫米", "毫升", "港元", "港币", "欧元", "日元", "韩元",
                   "澳元", "加元", "台币", "小时", "分钟", "星期", "世纪", "年代", "年级", "周年", "周岁", "平米", "人次",
                   "光年", "海里", "摄氏度", "华氏度")
+_ZH_UNITS_LONG = {c: tuple(w for w in _ZH_UNITS_LONG_LIST if w[0] == c) for c in {w[0] for w in _ZH_UNITS_LONG_LIST}}
 _APPROXIMATELY = frozenset("余多来几")  # between a Chinese number and its unit: 两万余人
 _EN_UNITS = frozenset("""percent per cent points point km kilometers kilometres kilometer kilometre miles mile meters
     metres meter metre m cm mm feet foot ft inches inch yards yard kg kilograms kilogram grams gram g lb lbs pounds
@@ -352,7 +353,7 @@ def _unit_at(tokens: list[str], i: int, joined: Callable[[int], bool], cjk: bool
     start = i + 1 if tokens[i] in _APPROXIMATELY and joined(i + 1) else i  # 两万余人, 三十多岁
     end = start
     while end < len(tokens) and (end == i or joined(end)):
-        size = next((len(w) for w in _ZH_UNITS_LONG if "".join(tokens[end:end + len(w)]) == w
+        size = next((len(w) for w in _ZH_UNITS_LONG.get(tokens[end], ()) if "".join(tokens[end:end + len(w)]) == w
                      and all(joined(k) for k in range(end + 1, end + len(w)))), int(tokens[end] in _ZH_UNITS))
         if not size:
             break

@@ -107,10 +107,10 @@ def unframed(passage: str, text: str) -> str | None:
 @lru_cache(maxsize=256)
 def _framed(passage: str, text: str) -> tuple[str, str, bool] | None:
     """(framing, quote, whether the framing is passage text) of a framed `text` (`framing`), or None. A framing is
-    the model's own, to be left out, when it names its source (the passage, the text, 原文 …) and is no passage
-    text, or when it is the passage's speech tag after the quote put before it (`Tom said, "…"` for `"…," Tom
-    said`). Any other framing is passage text, changed or not (`X said, "…"` for the passage's `Y said, "…"`,
-    `小霞说：“…”`, `In March 2018, "…"`, the start of another sentence): it is compared like the rest of the
+    the model's own, to be left out, when it is the passage's speech tag after the quote put before it (`Tom said,
+    "…"` for `"…," Tom said`), or when it names its source (the passage, the text, 原文 …) and is short or no
+    passage text. Any other framing is passage text, changed or not (`X said, "…"` for the passage's `Y said,
+    "…"`, `小霞说：“…”`, `In March 2018, "…"`, the start of another sentence): it is compared like the rest of the
     quote."""
     framed = framing(text)
     if framed is None:
@@ -119,10 +119,14 @@ def _framed(passage: str, text: str) -> tuple[str, str, bool] | None:
     found = find(passage, body, STAGES[0] + STAGES[1] + STAGES[2])
     if found is None:
         return pre, body, False
-    if _runs_into(passage, pre, found.start) or _in_passage(passage, pre):
+    if _runs_into(passage, pre, found.start):
         return pre, body, True
-    own = _SOURCE_WORDS.search(pre) or _tag_after(passage, pre, found.end)
-    return pre, body, not own
+    if _tag_after(passage, pre, found.end):
+        return pre, body, False
+    named = bool(_SOURCE_WORDS.search(pre))
+    if named and len(tokens(pre)[0]) <= 6:
+        return pre, body, False
+    return pre, body, not named or _in_passage(passage, pre)
 
 
 def _in_passage(passage: str, pre: str) -> bool:

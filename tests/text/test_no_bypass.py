@@ -47,6 +47,8 @@ def test_a_framing_taken_from_elsewhere_in_the_passage_is_compared():
     tag = 'Tom was late. "I helped an old woman cross the road," Tom said. His teacher smiled.'
     assert ground_text(tag, 'Tom said, "I helped an old woman cross the road."').status in VERBATIM
     assert ground_text(tag, 'Mary said, "I helped an old woman cross the road."').status == ALTERED
+    tagged = 'Tom was late. "I helped an old woman cross the road," Mrs. Green said. His teacher smiled.'
+    assert ground_text(tagged, 'Mrs. Green said: "I helped an old woman cross the road."').status in VERBATIM
 
 
 def test_an_unchanged_passage_framing_is_form_and_a_framing_of_the_model_is_left_out():
