@@ -74,6 +74,9 @@ _FRAMING_WORDS = re.compile(
 _SOURCE_WORDS = re.compile(
     r"\b(?:passage|text|article|context|paragraph|document|story|evidence|quote|quotation|excerpt|sentence|line|"
     r"author|answer|support)s?\b|原文|文章|文中|短文|材料|段落|上文|证据|依据|原句|句子|一句|对话|文本", re.IGNORECASE)
+_SPEECH = re.compile(r"\b(?:said|says|say|asked|asks|told|tells|replied|replies|added|adds|explained|explains|wrote|"
+                     r"writes|answered|answers|shouted|cried|thought|thinks)\b|说|问|道|答|喊|叫|想|表示|指出|认为",
+                     re.IGNORECASE)  # a speech tag's verb
 _OPEN, _CLOSE = "\"“「『‘'«", "\"”」』’'»"
 _QUOTED = re.compile(rf"^(?P<pre>[^{_OPEN}]*?)[{_OPEN}](?P<body>.+)[{_CLOSE}](?P<post>[^{_CLOSE}]*)$", re.DOTALL)
 _PREFIX = re.compile(r"^(?P<pre>[^:：\n\"“「『«]{1,80})[:：]\s*(?P<body>.+)$", re.DOTALL)
@@ -139,9 +142,11 @@ def _in_passage(passage: str, pre: str) -> bool:
 
 
 def _tag_after(passage: str, pre: str, end: int) -> bool:
-    """Whether the words of a framing are the passage's words right after the quote (its speech tag: `"…," Tom
-    said`, `said Tom`, `“…”他说`)."""
+    """Whether a framing is a speech tag of at most six tokens whose words are the passage's words right after the
+    quote (`"…," Tom said`, `said Tom`, `“…”他说`)."""
     words = tokens(pre, is_cjk(passage))[0]
+    if len(tokens(pre)[0]) > 6 or not _SPEECH.search(pre):
+        return False
     after = tokens(passage[end:end + 3 * len(pre) + 20], is_cjk(passage))[0][:len(words)]
     return bool(words) and sorted(after) == sorted(words)
 

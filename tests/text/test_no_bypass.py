@@ -43,6 +43,8 @@ def test_a_framing_taken_from_elsewhere_in_the_passage_is_compared():
     assert ground_text(story, stitched).status not in VERBATIM  # names `story`, but it is passage text
     bases = 'The city has two US Navy bases. Its people are called "Jacksonvillians" or "Jaxsons".'
     assert ground_text(bases, 'The two US Navy bases, "Jacksonvillians" or "Jaxsons".').status not in VERBATIM
+    name = 'The old name was "Chinggis". It is likely that the 13th century form was different.'
+    assert ground_text(name, 'It is likely that the 13th century, "Chinggis".').status not in VERBATIM  # no tag
     # the passage's speech tag after the quote, put before it by the model, is its own framing
     tag = 'Tom was late. "I helped an old woman cross the road," Tom said. His teacher smiled.'
     assert ground_text(tag, 'Tom said, "I helped an old woman cross the road."').status in VERBATIM
