@@ -151,6 +151,7 @@ def rule_tables(chosen: list[str], seed: int) -> None:
             cells.append(share((flagged, r["cases"])))
         print(f"{kind:<20} " + " ".join(f"{c:>24}" for c in cells))
     print(f"\nseed {seed} ({role}): ordinary words swapped: altered (reworded)")
+    print(f"{'kind':<20} " + " ".join(f"{s:>24}" for s in chosen))
     for kind in SWAPPED:
         cells = [f"{share((rates[s][kind]['altered'], rates[s][kind]['cases']))} ({rates[s][kind]['reworded']})"
                  for s in chosen]
@@ -170,6 +171,14 @@ def main() -> None:
     parser.add_argument("--package", help=argparse.SUPPRESS)
     args = parser.parse_args()
     chosen = args.subsets.split(",")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    unknown = [s for s in chosen if s not in subsets.names()]
+    if unknown:
+        parser.error(f"--subsets: unknown subset {unknown[0]!r} (known: {', '.join(subsets.names())})")
+    if args.against and subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet",
+                                        f"{args.against}^{{commit}}"], capture_output=True).returncode != 0:
+        parser.error(f"--against: {args.against!r} names no commit of {ROOT}")
     if args.speed_only:
         speed_only(chosen[0])
         return
