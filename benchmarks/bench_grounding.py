@@ -11,8 +11,8 @@ the share of fabricated quotes flagged `unverified`, the share of span answers r
 text, and quotes grounded per CPU second (honest and fabricated together; CPU time, as the machine is
 shared) against a verbatim `str.find` of the same quotes in the same run. With `--against COMMIT`,
 the same quotes are grounded by the package as it is and by the package of COMMIT (`git archive`),
-each in a fresh process, in turns (ABBA), `--rounds` times; the least CPU time of each is kept and
-their ratio printed. Then, per seed (the rules were tuned on seed 0 only; HELD_OUT_SEED, 5, is run
+both imported afresh in this process, taking turns on chunks of 25 quotes (ABBA) so that the load
+of a shared machine falls on both alike, `--rounds` passes each; their ratio is printed. Then, per seed (the rules were tuned on seed 0 only; HELD_OUT_SEED, 5, is run
 for the figures of docs/grounding.md and never tuned on): per kind of change of meaning, the quotes
 not accepted as verbatim (neither `exact` nor `normalized`, so never replaced by the passage text)
 and, of them, those `altered`; per kind of honest quote, those `altered` or `unverified`; for a
@@ -23,17 +23,16 @@ ones (never, is the aim) and the `reworded` ones.
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# --package DIR (the speed run of another commit's package): that package instead of this checkout's
-PACKAGE = sys.argv[sys.argv.index("--package") + 1] if "--package" in sys.argv[:-1] else str(ROOT)
-sys.path[:0] = [PACKAGE, str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from expmrc.data import subsets  # noqa: E402
 from expmrc.data.datasets import load_dataset, passage_of  # noqa: E402
@@ -87,45 +86,62 @@ def rates_and_speed(subset: str) -> str:
             f"{answers:>8} {len(pairs) / grounding:>9.0f} {len(pairs) / max(finding, 1e-9):>9.0f}")
 
 
-def speed_only(subset: str) -> None:
-    """The speed run of one process: one JSON line with the quotes and the CPU seconds grounding them took."""
-    pairs = quotes(load_dataset(subset))
-    print(json.dumps({"package": str(Path(sys.modules["expmrc"].__file__).parent), "quotes": len(pairs),
-                      "seconds": grounding_seconds(pairs)}))
+def _fresh_ground_text(root: str) -> Callable[..., object]:
+    """`ground_text` of the package under `root`, freshly imported (empty caches) beside the one this script
+    imported, which stays in place for everything else."""
+    def ours() -> dict:
+        return {k: v for k, v in sys.modules.items() if k == "expmrc" or k.startswith("expmrc.")}
+
+    kept = ours()
+    for name in kept:
+        del sys.modules[name]
+    sys.path.insert(0, root)
+    try:
+        module = importlib.import_module("expmrc.text.grounding")
+    finally:
+        sys.path.remove(root)
+        for name in ours():
+            del sys.modules[name]
+        sys.modules.update(kept)
+    if not Path(module.__file__).resolve().is_relative_to(Path(root).resolve()):
+        raise SystemExit(f"bench_grounding: imported {module.__file__}, not the package under {root}")
+    return module.ground_text
 
 
-def timed_run(subset: str, package: str) -> tuple[int, float]:
-    """(quotes, CPU seconds) of a speed run of `package` in a fresh process."""
-    done = subprocess.run([sys.executable, __file__, "--speed-only", "--subsets", subset, "--package", package],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"bench_grounding: the speed run of {package} failed: {done.stderr.strip()[-400:]}")
-    record = json.loads(done.stdout.strip().splitlines()[-1])
-    if Path(record["package"]).resolve() != (Path(package) / "expmrc").resolve():
-        raise SystemExit(f"bench_grounding: the speed run imported {record['package']}, not {package}")
-    return record["quotes"], record["seconds"]
+def interleaved(pairs: list[tuple[str, str]], roots: dict[str, str], rounds: int) -> dict[str, float]:
+    """CPU seconds each package (name -> root) takes to ground `pairs`, summed over `rounds` passes; in each pass
+    both are imported afresh and take turns on chunks of 25 quotes (ABBA), so that the machine's load falls on
+    both alike."""
+    seconds = dict.fromkeys(roots, 0.0)
+    for _ in range(rounds):
+        ground = {name: _fresh_ground_text(root) for name, root in roots.items()}
+        for function in ground.values():
+            function("北京大学", "北京大學")  # OpenCC loaded
+        for k in range(0, len(pairs), 25):
+            order = list(ground) if k // 25 % 2 == 0 else list(ground)[::-1]
+            for name in order:
+                begin = time.process_time()
+                for passage, quote in pairs[k:k + 25]:
+                    ground[name](passage, quote)
+                seconds[name] += time.process_time() - begin
+    return seconds
 
 
 def against(chosen: list[str], commit: str, rounds: int) -> None:
-    """Quotes per CPU second of this checkout's package and of COMMIT's, in fresh processes taking turns."""
+    """Quotes per CPU second of this checkout's package and of COMMIT's, in one process, taking turns."""
     with tempfile.TemporaryDirectory(prefix="bench_grounding_") as tmp:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "expmrc"], capture_output=True,
                                  check=False)
         if archive.returncode != 0:
             raise SystemExit(f"bench_grounding: git archive {commit}: {archive.stderr.decode().strip()}")
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
-        print(f"\nspeed against {commit}: quotes per CPU second, the least time of {rounds} turns each (ABBA)")
+        print(f"\nspeed against {commit}: quotes per CPU second, {rounds} passes each, taking turns on chunks of 25")
         print(f"{'subset':<9} {'quotes':>6} {'this':>9} {commit[:12]:>12} {'this/that':>10}")
         for subset in chosen:
-            best = {"this": float("inf"), "that": float("inf")}
-            count = 0
-            for r in range(rounds):
-                order = (("this", str(ROOT)), ("that", tmp)) if r % 2 == 0 else (("that", tmp), ("this", str(ROOT)))
-                for name, package in order:
-                    count, seconds = timed_run(subset, package)
-                    best[name] = min(best[name], seconds)
-            this, that = count / best["this"], count / best["that"]
-            print(f"{subset:<9} {count:>6} {this:>9.0f} {that:>12.0f} {this / that:>10.2f}")
+            pairs = quotes(load_dataset(subset))
+            seconds = interleaved(pairs, {"this": str(ROOT), "that": tmp}, rounds)
+            this, that = rounds * len(pairs) / seconds["this"], rounds * len(pairs) / seconds["that"]
+            print(f"{subset:<9} {len(pairs):>6} {this:>9.0f} {that:>12.0f} {this / that:>10.2f}")
 
 
 def rule_tables(chosen: list[str], seed: int) -> None:
@@ -166,9 +182,7 @@ def main() -> None:
                              f"{HELD_OUT_SEED}: held out)")
     parser.add_argument("--against", metavar="COMMIT", help="also time the package of this commit (git archive) on "
                         "the same quotes, in turns, and print the ratio")
-    parser.add_argument("--rounds", type=int, default=5, help="turns of each package with --against")
-    parser.add_argument("--speed-only", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--package", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=3, help="passes of each package with --against")
     args = parser.parse_args()
     chosen = args.subsets.split(",")
     if args.rounds < 1:
@@ -179,9 +193,6 @@ def main() -> None:
     if args.against and subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet",
                                         f"{args.against}^{{commit}}"], capture_output=True).returncode != 0:
         parser.error(f"--against: {args.against!r} names no commit of {ROOT}")
-    if args.speed_only:
-        speed_only(chosen[0])
-        return
     print(f"{'subset':<9} {'cases':>5} {'located':>8} {'flagged':>8} {'answers':>8} {'quotes/s':>9} {'find/s':>9}")
     for subset in chosen:
         print(rates_and_speed(subset))

@@ -627,7 +627,8 @@ def framing_changes(passage: str, at: int, framing: str) -> tuple[list[Change], 
     """The differences between a framing that is passage text (`X said, "…"`, `X说：“…”`) and the passage text
     just before `at`, where the quote it frames lies, within that sentence; and where the compared passage text
     starts (passage tokens before the framing's first are not compared). A capitalised word of the framing that the
-    passage never writes is a name, also at the framing's start (`Mary said`)."""
+    passage never writes is a name, also at the framing's start (`Mary said`); the framing's start is the quote's
+    outer edge (`edge_fact`: `同意：“…”` for `不同意：“…”`)."""
     p_side, q_side = _sides(passage, framing)
     if not q_side.tokens or not p_side.tokens:
         return [], at
@@ -640,7 +641,10 @@ def framing_changes(passage: str, at: int, framing: str) -> tuple[list[Change], 
     edits = _edits(q_side, p_side, lo, hi)
     if edits and edits[0][:3] == (0, 0, 0):  # passage tokens before the framing starts
         lo += edits[0][3]
-    return _classified(q_side, p_side, lo, hi), p_side.spans[lo][0] if lo < hi else at
+    if lo >= hi:
+        return _classified(q_side, p_side, lo, hi), at
+    edge = _edge_changes(p_side, q_side, lo, hi, True, False)  # `同意：“…”` for `不同意：“…”`
+    return _classified(q_side, p_side, lo, hi) + edge, p_side.spans[lo][0]
 
 
 def elided_negation(passage: str, gap: Span) -> Change | None:

@@ -267,10 +267,12 @@ def stitched(evidence: str, passage: str, start: int, end: int, rng: random.Rand
     tail = other.split(comma, 1)[1] if comma in other[4:-4] else _half(other, chinese, False)
     if len(head.strip("，。, ")) < 4 or len(tail.strip("，。, ")) < 4:
         return None
-    joint = head.rstrip("，。, ")[-1:] + tail.lstrip("，。, ")[:1] if chinese else \
-        head.rstrip(", ").split(" ")[-1] + " " + tail.lstrip().split(" ")[0]
-    if joint in passage:
-        return None  # the join is passage text: the "stitch" may be a sentence the passage says
+    last, first = re.findall(r"\w+", head)[-1:], re.findall(r"\w+", tail)[:1]
+    if not last or not first:
+        return None
+    joint = last[0][-1] + first[0][0] if chinese else f"{last[0]} {first[0]}"
+    if re.search(r"\W*".join(map(re.escape, joint.split(" ") if not chinese else joint)), passage):
+        return None  # the join is passage text (punctuation aside): the "stitch" may be a sentence the passage says
     if chinese:
         quote = head.rstrip("，。") + "，" + tail
     else:

@@ -30,10 +30,19 @@ from helpers.quotes import gold_cases, is_chinese
 # so they are held out no longer: seed 2 one change of meaning accepted as verbatim (RACE+: two sentences found
 # apart, the whole quote changing a number), seed 3 another (RACE+: `You ca.` for `You can't.`, a match ending
 # inside a word ending in n't) and a marked ellipsis read as eliding a negation (SQuAD: `(...)` for
-# `(no compound)`). Seed 4 was run once, after issue 30's last change, for the figures of docs/grounding.md then;
-# issue 38's rules (tests/helpers/edge_quotes.py) were tuned on seed 0 with seed 4's figures already seen, so seed 5
-# is held out for them, run once after their last change.
-TUNING_SEED, HELD_OUT_SEED = 0, 5
+# `(no compound)`). Seed 4 was run once, after issue 30's last change, for the figures of docs/grounding.md then.
+# Issue 38's rules (and the kinds of tests/helpers/edge_quotes.py) were tuned on seed 0, with seeds 1 and 2 as
+# further checks: seed 2 showed a quote ending in an ellipsis right after a cut number (`圣公会三[…]`) read as
+# cutting it (an ellipsis at either end now leaves that edge open), seed 1 a sentence's start set before the text
+# that precedes it in the passage taken for a speech tag moved first (only a short speech tag is, now); both also
+# showed faults of the generators (an honest ellipsis leaving out `cannot` or cutting `1,000`, spacing splitting
+# digit groups, a stitch whose join is passage text, one with no start), fixed there. Seed 4's figures were seen
+# already, so seed 5 was held out for issue 38 and run once: it showed one change of meaning accepted as verbatim
+# (C3: `同意：“…”` for `妇女不同意：“…”`, a framing starting right after a negation; the framing's start is now the
+# quote's outer edge) and one stitch whose join was passage text but for empty parentheses (`祭遵（），加封…`: a
+# fault of the generator, whose join test now skips punctuation). Both were fixed, so seed 6 is held out: run once,
+# after the last change, for docs/grounding.md.
+TUNING_SEED, HELD_OUT_SEED = 0, 6
 FACT_KINDS = ("number", "negation", "name", "antonym", "quantifier", "unit", "currency", "decimal", "zh-name",
               "zh-swap", "elided-negation", *EDGE_FACT_KINDS)
 HONEST_KINDS = ("verbatim", "numbered", "bulleted", "grouping", "marked parenthetical", "form", *EDGE_HONEST_KINDS)

@@ -91,6 +91,13 @@ def test_a_negation_ending_a_sentence_inside_the_quote_is_a_fact_and_the_next_se
     assert ground_text(SCHOOL, "因为下雨，比赛推迟了。").status == EXACT
 
 
+def test_a_framing_starting_right_after_a_negation_changes_a_fact():
+    passage = "他问妇女。妇女不同意：“我们何不邀请成功呢？”然后走了。"
+    found = ground_text(passage, "同意：“我们何不邀请成功呢？”")
+    assert found.status == ALTERED and changes(found) == [("同", "不同", "negation")]
+    assert ground_text(passage, "妇女不同意:“我们何不邀请成功呢？”").status == NORMALIZED
+
+
 def test_a_span_answer_is_not_cut_off_from_its_sign():
     found = ground_text(NEWS, "3.2", answer=True)
     assert found.status == EXACT and NEWS[found.start:found.end] == "3.2"
