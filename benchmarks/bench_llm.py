@@ -15,9 +15,10 @@
    linear, 16 quadratic); a reply nested 50,000 deep, XML-style tags left open 100,000 deep and a table of
    100,000 rows; the realistic replies of the test corpus (tests/helpers/reply_corpus*.py), per reply; and
    how many of the corpus's answers and quotes are read as the replies state them, per corpus (tuned,
-   held-out, held-out shapes), language and task. With --against REF (a git commit or branch) the parser
-   of REF (its parsing.py, jsonscan.py and markup.py, read with `git show`) is timed and scored on the same
-   replies in the same run, beside the working tree's.
+   held-out, held-out shapes, held-out families), language and task, and how many replies are misread
+   silently (read to another answer or quote than they state, without being refused). With --against REF
+   (a git commit or branch) the parser of REF (its parsing.py, jsonscan.py and markup.py, read with `git
+   show`) is timed and scored on the same replies in the same run, beside the working tree's.
 """
 
 from __future__ import annotations
@@ -212,19 +213,33 @@ def parsing_costs(parsers: dict[str, Callable[..., Any]]) -> None:
 def corpora() -> list[tuple[str, list[Any]]]:
     from helpers.reply_corpus import STYLES, cases
     from helpers.reply_corpus_heldout import HELD_OUT
+    from helpers.reply_corpus_heldout_families import HELD_OUT_FAMILIES
     from helpers.reply_corpus_heldout_shapes import HELD_OUT_SHAPES
 
-    return [("tuned", cases(STYLES)), ("held-out", cases(HELD_OUT)), ("held-out shapes", cases(HELD_OUT_SHAPES))]
+    return [("tuned", cases(STYLES)), ("held-out", cases(HELD_OUT)), ("held-out shapes", cases(HELD_OUT_SHAPES)),
+            ("held-out families", cases(HELD_OUT_FAMILIES))]
+
+
+def misread(read: Any, case: Any) -> bool:
+    """Whether a reply was read to a wrong answer or quote without being refused (status `failed`): an answer
+    other than the one it states (any answer where it states none), or a quote other than the one it states."""
+    from helpers.reply_corpus import same_quote
+
+    if read.status == "failed":
+        return False
+    wrong_quote = case.evidence is not None and read.evidence.strip() and not same_quote(read.evidence, case.evidence)
+    return read.answer != case.answer or bool(wrong_quote)
 
 
 def corpus_rates(parsers: dict[str, Callable[..., Any]]) -> None:
-    """Answers and quotes read as the corpus's replies state them, per corpus, language and task (the
-    HTTP test tests/llm/test_reply_corpus.py checks the same through `expmrc llm`)."""
+    """Answers and quotes read as the corpus's replies state them, and replies misread silently, per corpus,
+    language and task (the HTTP test tests/llm/test_reply_corpus.py checks the same through `expmrc llm`)."""
     from helpers.reply_corpus import same_quote
 
     for label, parse in parsers.items():
         for corpus, found in corpora():
             counts: dict[str, list[int]] = {}
+            wrong: list[str] = []
             for case in found:
                 read = parse(case.reply, list(case.item.options) or None)
                 row = counts.setdefault(case.kind, [0, 0, 0, 0])
@@ -233,10 +248,12 @@ def corpus_rates(parsers: dict[str, Callable[..., Any]]) -> None:
                 if case.evidence is not None:
                     row[2] += same_quote(read.evidence, case.evidence)
                     row[3] += 1
+                wrong += [case.style] if misread(read, case) else []
             total = [sum(row[i] for row in counts.values()) for i in range(4)]
             cells = "  ".join(f"{kind} {r[0]}/{r[1]} {r[2]}/{r[3]}" for kind, r in sorted(counts.items()))
-            print(f"read {corpus:<16} {label:<8} answers {total[0]}/{total[1]} = {total[0] / total[1]:6.1%}  quotes "
-                  f"{total[2]}/{total[3]} = {total[2] / total[3]:6.1%}   ({cells}: answers, quotes)")
+            print(f"read {corpus:<17} {label:<8} answers {total[0]}/{total[1]} = {total[0] / total[1]:6.1%}  quotes "
+                  f"{total[2]}/{total[3]} = {total[2] / total[3]:6.1%}  misread silently {len(wrong)}   "
+                  f"({cells}: answers, quotes){'; misread: ' + ', '.join(wrong) if wrong else ''}")
 
 
 def main() -> None:
