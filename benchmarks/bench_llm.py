@@ -15,7 +15,7 @@
    linear, 16 quadratic); a reply nested 50,000 deep, XML-style tags left open 100,000 deep and a table of
    100,000 rows; the realistic replies of the test corpus (tests/helpers/reply_corpus*.py), per reply; and
    how many of the corpus's answers and quotes are read as the replies state them, per corpus (tuned,
-   held-out, held-out shapes, held-out families), language and task, and how many replies are misread
+   held-out, held-out shapes, held-out families, held-out fresh), language and task, and how many replies are misread
    silently (read to another answer or quote than they state, without being refused). With --against REF
    (a git commit or branch) the parser of REF (its parsing.py, jsonscan.py and markup.py, read with `git
    show`) is timed and scored on the same replies in the same run, beside the working tree's.
@@ -214,10 +214,11 @@ def corpora() -> list[tuple[str, list[Any]]]:
     from helpers.reply_corpus import STYLES, cases
     from helpers.reply_corpus_heldout import HELD_OUT
     from helpers.reply_corpus_heldout_families import HELD_OUT_FAMILIES
+    from helpers.reply_corpus_heldout_fresh import HELD_OUT_FRESH
     from helpers.reply_corpus_heldout_shapes import HELD_OUT_SHAPES
 
     return [("tuned", cases(STYLES)), ("held-out", cases(HELD_OUT)), ("held-out shapes", cases(HELD_OUT_SHAPES)),
-            ("held-out families", cases(HELD_OUT_FAMILIES))]
+            ("held-out families", cases(HELD_OUT_FAMILIES)), ("held-out fresh", cases(HELD_OUT_FRESH))]
 
 
 def misread(read: Any, case: Any) -> bool:
