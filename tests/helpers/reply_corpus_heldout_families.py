@@ -4,12 +4,15 @@ Gemma, Mistral, GPT and Claude-like assistants, HTML (English and Chinese), YAML
 (`evidence: >-`, `|`, `|-`, `>`), and self-corrections — some that commit to a new answer, some that take an
 answer back and commit to none, which must be refused.
 
-Written and committed before the parser was changed for issue 38, and never tuned on: the HTTP test
-(tests/llm/test_reply_corpus.py) and `python benchmarks/bench_llm.py --parse-only` report their hit rates and
-silent misreadings apart from the tuned corpus. The text is our own.
+Written and committed before the parser was changed for issue 38 and measured untouched once the changes made
+on the tuned corpus were in (98.0% of answers, 95.8% of quotes, 2 replies misread silently); then read to find
+what the parser still got wrong, so no longer held out: reply_corpus_heldout_fresh.py, a second draw written
+before those corrections, is. `python benchmarks/bench_llm.py --parse-only` and the HTTP test
+(tests/llm/test_reply_corpus.py) report both apart from the tuned corpus. The text is our own.
 
 Placeholders and flags as in reply_corpus.py and reply_corpus_heldout_shapes.py: "revised" (two different
-answers stated), "none" (no answer may be read: reasoning only, or an answer taken back with none after it).
+answers stated), "none" (no answer may be read: reasoning only, or an answer taken back with none after it),
+"reasoned" (the evidence is quoted inside the reasoning only: none is stated).
 """
 
 from __future__ import annotations
@@ -98,7 +101,7 @@ HELD_OUT_FAMILIES = [  # (name, kind, template, flags)
     # English multiple choice
     ("f-choice-en-right-one", "choice-en", "Of the four options, the right one is <LET>.", ""),
     ("f-choice-en-r1-closed-bold", "choice-en",
-     "<think>\nOption <WLET> isn't in the passage. The passage says \"<EVI>\"\n</think>\n\n**Answer: <LET>**", ""),
+     "<think>\nOption <WLET> isn't in the passage. The passage says \"<EVI>\"\n</think>\n\n**Answer: <LET>**", "reasoned"),
     ("f-choice-en-r1-open-final-json", "choice-en",
      "<think>\nLet me check each option against the passage. Option <WLET> is not supported.\n\n"
      "{\"answer\": \"<LET>\", \"evidence\": \"<EVI>\"}", ""),

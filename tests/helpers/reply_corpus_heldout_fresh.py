@@ -62,7 +62,7 @@ HELD_OUT_FRESH = [  # (name, kind, template, flags)
      "<think>\nLet me see. Option <WLET> is not mentioned anywhere.\n</think>\n\nThe answer is **<LET>**.", ""),
     ("x-choice-en-r1-open-fenced", "choice-en",
      "<think>\nOption <WLET> contradicts the passage.\n\n```json\n{\"answer\": \"<LET>\", \"evidence\": \"<EVI>\"}\n```", ""),
-    ("x-choice-en-r1-open-answer-line", "choice-en", "<think>\nThe passage says \"<EVI>\"\n\nAnswer: <LET>", ""),
+    ("x-choice-en-r1-open-answer-line", "choice-en", "<think>\nThe passage says \"<EVI>\"\n\nAnswer: <LET>", "reasoned"),
     ("x-choice-en-r1-open-none", "choice-en",
      "<think>\nHmm, is it <WLET> or <LET>? The passage says \"<EVI>\", which suggests <LET>, but", "none"),
     ("x-choice-en-llama-bold-text", "choice-en", "The correct answer is **<LET>) <TXT>**.", ""),
