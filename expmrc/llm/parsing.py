@@ -385,17 +385,11 @@ class _Spans:
         return i >= 0 and at < self.ends[i]
 
 
-# Words one of which every retraction or doubt holds: a line holding none is not searched (substring tests are fast)
-_HINTS = ("wait", "hold", "hmm", "oops", "sorry", "actually", "correction", "never", "scratch", "second", "mistake",
-          "mean", "wrong", "misread", "misunderstood", "let me", "to re", "to look", "to check", "to double", "not",
-          "unsure", "uncertain", "doubt", "questionable", "dubious", "confiden", "can't", "cannot", "reconsider", "等",
-          "且慢", "不", "错", "误", "抱歉", "哦", "再", "重新", "疑", "把握", "拿不准", "问题", "信心", "未必", "恐怕", "其实",
-          "实际上", "rather", "或者说", "确切", "准确")
-
-
-def _hinted(line: str) -> bool:
-    lowered = line.lower()
-    return any(hint in lowered for hint in _HINTS)
+# Words one of which every retraction or doubt holds: a line holding none is not searched further (one search)
+HINT = re.compile(r"wait|hold|hmm|oops|sorry|actually|correction|never|scratch|second|mistake|mean|wrong|misread|"
+                  r"misunderstood|let\s++me|to\s++(?:re|look|check|double)|not|unsure|uncertain|doubt|questionable|dubious|"
+                  r"confiden|can'?t|cannot|reconsider|rather|等|且慢|不|错|误|抱歉|哦|再|重新|疑|把握|拿不准|问题|信心|未必|恐怕|其实|"
+                  r"实际上|或者说|确切|准确", _I)
 
 
 def _doubts(line: str, task: str) -> list[re.Match[str]]:
@@ -417,7 +411,7 @@ def _doubts(line: str, task: str) -> list[re.Match[str]]:
 
 def _self_corrections(found: _Found, line: str, offset: int, task: str, quoted: list[tuple[int, int]]) -> None:
     """Record the retractions and corrections of a line, outside its quotes (`quoted`: evidence values)."""
-    retractions = list(RETRACTION_AT.finditer(line)) + _doubts(line, task) if _hinted(line) else []
+    retractions = list(RETRACTION_AT.finditer(line)) + _doubts(line, task) if HINT.search(line) else []
     corrections = [m for pattern in CORRECTIONS[task] for m in pattern.finditer(line)] \
         if retractions or found.retractions else []
     if not retractions and not corrections:
@@ -560,9 +554,10 @@ def _label(line: str, options: list[str]) -> str | None:
     """The option a line names on its own: its text, or its letter alone or with its own text."""
     text = unicodedata.normalize("NFKC", line).strip()
     folds = _folds(tuple(options))
-    if len(text) > 200 or not fold(text):
+    folded = fold(text) if len(text) <= 200 else ""
+    if not folded:
         return None
-    exact = [i for i, f in enumerate(folds) if f == fold(text)]
+    exact = [i for i, f in enumerate(folds) if f == folded]
     if len(exact) == 1:
         return LABELS[exact[0]]
     m = LETTER_PREFIX.fullmatch(text)
