@@ -67,8 +67,8 @@ _HTML_INLINE = {"strong", "b", "em", "i", "u", "s", "span", "code", "mark", "sma
 def is_html(text: str) -> bool:
     """Whether a reply is written in HTML: it holds an HTML tag, other than a `<br>` in a markdown table row
     (which markdown tables use for a line break inside a cell)."""
-    return any(tag.group("name").lower() != "br" or not line.lstrip().startswith("|")
-               for line in text.split("\n") for tag in HTML_TAG.finditer(line))
+    return "<" in text and any(tag.group("name").lower() != "br" or not line.lstrip().startswith("|")
+                               for line in text.split("\n") for tag in HTML_TAG.finditer(line))
 
 
 def _html_tag(tag: re.Match[str], in_table: bool) -> str:
