@@ -283,8 +283,8 @@ EN_LEAD = re.compile(
     r"means|that\s+means|it\s+follows\s+that)\s*[,—–-]?\s*)*(?:the|my|our|your)?\s*", _I)
 ZH_VETO = re.compile(r"如果|假如|假设|若|是否|不|并非|而非|排除|没有")
 SPAN_END = re.compile(
-    r"[.!?;](?=\s|$)|[。！？；]|[,，]\s*(?:as|because|since|which|according|so|given|based)\b|"
-    r"[,，]\s*(?:因为|由于|根据|所以|因此|故|这|文中|原文)|\s(?:because|since|according\s+to|as\s+(?:stated|mentioned|"
+    r"[.!?;](?=\s|$)|[。！？；…]|[,，]\s*(?:as|because|since|which|according|so|given|based|though|although|but|however|"
+    r"yet)\b|[,，]\s*(?:因为|由于|根据|所以|因此|故|这|文中|原文|不过|但是?|可是|然而|只是)|\s(?:because|since|according\s+to|as\s+(?:stated|mentioned|"
     r"described|shown))\b|——|\s[—–]\s|[,，]\s*(?:or\s+rather|rather|i\s+mean|或者说)", _I)
 # A note in parentheses that closes an answer (`上海（原文：…）`, `B (the passage says "…")`, `1987年（见第二句）`):
 # one opened by a note word or holding a quotation, running to the end of the value
@@ -605,17 +605,17 @@ def _in_parentheses(line: str, at: int) -> bool:
     return opened >= 0 and opened > max(before.rfind(")"), before.rfind("）"))
 
 
-def _line_hits(found: _Found, lines: list[str], raw: list[str], i: int, offset: int, task: str) -> list[int]:
+def _line_hits(found: _Found, lines: list[str], raw: list[str], i: int, offset: int, task: str,
+               options: list[str] | None = None) -> list[int]:
     """Record the statements and quotes of line i (at `offset` in the reply); return the lines a heading used."""
     line, used = lines[i], list[int]()
     hits = _hits(line, task)
-    quoted = []  # evidence values: what they hold is the quote's
+    quoted = []  # evidence values and an answer's own words: what they hold takes back nothing (`the wrong train`)
     for n, (kind, m) in enumerate(hits):
         end = hits[n + 1][1].start() if n + 1 < len(hits) else len(line)
         groups = m.groupdict()
         value = groups.get("letter") or _latex(groups.get("boxed") or "") or line[m.end():end].rstrip(" |【[（(—–")
-        if kind == "evidence":
-            quoted.append((m.end(), end))
+        quoted.append((m.end(), end if kind == "evidence" else _own_end(line, m.end(), end, options)))
         if kind == "evidence" and _in_parentheses(line, m.start()):
             value = re.sub(r"[)）][\s。.]*$", "", value.rstrip())
         if kind == "answer" and n + 1 < len(hits) and hits[n + 1][0] == "answer" \
@@ -642,6 +642,23 @@ def _line_hits(found: _Found, lines: list[str], raw: list[str], i: int, offset: 
 
 # A YAML block scalar's indicator (`|`, `|-`, `>`, `>-`, `>+`, `|2`), a comment allowed after it
 BLOCK_SCALAR = re.compile(r"[|>](?:[+-]?[1-9]?|[1-9][+-])(?:\s++#.*)?")
+
+
+LEADING_LABEL = re.compile(r"[\s:：]*+[(（\[]?[A-HＡ-Ｈa-h](?![A-Za-z])[)）\]]?[.．、:：]?\s*+")
+
+
+def _own_end(line: str, start: int, end: int, options: list[str] | None) -> int:
+    """Where the words of an answer stated at `start` end: an option letter with the option's own text after
+    it (`A. Never make mistakes`), else at the sentence's end, a clause that goes on (`, though …`, `, because
+    …`) or a note in parentheses, whichever comes first before `end`."""
+    label = LEADING_LABEL.match(line, start, end)
+    if options is not None and label is not None:
+        rest = line[label.end():end].lower()
+        own = [len(o.strip()) for o in options if o.strip() and rest.startswith(o.strip().lower())]
+        return label.end() + max(own, default=0)
+    found = SPAN_END.search(line, start, end)
+    stop = found.start() if found else end
+    return min((i for i in (line.find("(", start, stop), line.find("（", start, stop)) if i >= 0), default=stop)
 
 
 def _block_scalar(raw: list[str], i: int) -> tuple[str, list[int]]:
@@ -707,7 +724,7 @@ def _from_lines(text: str, task: str, options: list[str] | None) -> _Found:
         else:
             header = None
         if line and i not in used and not table:
-            used.update(_line_hits(found, lines, raw, i, offset, task))
+            used.update(_line_hits(found, lines, raw, i, offset, task, options))
             marks = None  # built at the first quotation the line introduces
             for m in PROSE_QUOTE.finditer(line):
                 marks = marks or Quotations(line)

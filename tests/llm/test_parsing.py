@@ -444,6 +444,7 @@ def test_a_self_correction_takes_the_answer_committed_last(reply, options, answe
     ("Answer: near Rotterdam\nWait, actually it's mentioned in the third sentence.", None),  # prose is no answer
     ("答案：上海\n不对，应该是因为原文第二句说的。", None),
     ("我选C，但我不太确定。", OPTIONS_ZH),
+    ("Answer: A. Wait, that's wrong.", OPTIONS_RAIN),
     ("我的答案是上海。不过我没有把握。", None),
     ("Answer: B\nBut I'm not entirely sure.", OPTIONS_RAIN),
     ("Answer: near Rotterdam\n\nI have doubts about this answer.", None),  # a doubt in any words
@@ -475,6 +476,9 @@ def test_an_answer_taken_back_with_none_after_it_is_refused_with_the_reason(repl
     ("答案：C\n\n其他选项都是错误的，原文没有提到。", OPTIONS_ZH, "C"),
     ("Answer: B\n\nLet me double-check... the answer is still B.", OPTIONS_RAIN, "B"),
     ("答案：C（确认无误）", OPTIONS_ZH, "C"),
+    ("Answer: the wrong train\nEvidence: He took the wrong train.", None, "the wrong train"),  # the answer's own words
+    ("答案：误会\n证据：这是一场误会。", None, "误会"),
+    ("Answer: A. Never make mistakes.", ["Never make mistakes", "Always be late", "Run home", "Buy bread"], "A"),
 ])
 def test_a_retraction_that_takes_nothing_back_changes_nothing(reply, options, answer):
     parsed = parse_reply(reply, options)
