@@ -3,7 +3,10 @@ citations are read.
 
     python benchmarks/bench_citations.py [--subsets squad,cmrc2018,race,c3]
 
-Needs $EXPMRC_DATA. The first table, per subset: the questions; the mean and largest number of numbered
+First, every form of citation `--evidence-form ids` reads (issue 38's list and the forms before it), each given as
+the evidence of a JSON reply, parsed (`expmrc.llm.parsing.parse_reply`) and cited (`expmrc.llm.citations.cite`)
+against a passage of five sentences: the numbers read and whether they are the ones meant; and numbers out of
+range in the same forms, which must leave the evidence `unverified`. Then, with $EXPMRC_DATA, per subset: the questions; the mean and largest number of numbered
 sentences a prompt shows (`expmrc.llm.citations.passage_sentences`); the share of questions whose first
 gold evidence is found in its passage (verbatim or normalized), and the mean number of sentences it
 covers; and the oracle evidence F1: the scorer's EVI_F1 when every question cites exactly the sentences
@@ -15,6 +18,8 @@ to the smallest, measured in the same run (4 means linear, 16 quadratic).
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -24,10 +29,26 @@ sys.path[:0] = [str(ROOT)]
 
 from expmrc.data import subsets  # noqa: E402
 from expmrc.data.datasets import SpanQuestion, load_dataset, passage_of, resolve_dataset_path  # noqa: E402
-from expmrc.llm.citations import Citation, cited_text, passage_sentences, read_citations, sentence_numbers  # noqa: E402
+from expmrc.data.datasets import SpanQuestion as Span  # noqa: E402
+from expmrc.llm.citations import (Citation, cite, cited_text, passage_sentences, read_citations,  # noqa: E402
+                                  sentence_numbers)
+from expmrc.llm.parsing import parse_reply  # noqa: E402
 from expmrc.scoring.scorer import score  # noqa: E402
 
+PASSAGE = ("The Rhine rises in the Swiss Alps. It flows north through Germany. It passes Cologne. It enters the "
+           "Netherlands. It reaches the North Sea near Rotterdam.")
+FORMS = {  # evidence as written: the sentences it cites
+    "[3]": (3,), "[3][4]": (3, 4), "[3, 4]": (3, 4), "[3-5]": (3, 4, 5), "【3】": (3,), "［３］": (3,), "[S3]": (3,),
+    "S3": (3,), "S3-S5": (3, 4, 5), "Sentence 3": (3,), "sentences 2 and 3": (2, 3), "3, 4": (3, 4), "3、4": (3, 4),
+    "(3)": (3,), "（3）": (3,), "(2), (3)": (2, 3), "（3）、（5）": (3, 5), "(3)(4)": (3, 4),
+    "(3) It passes Cologne.": (3,), "3-5": (3, 4, 5), "3–5": (3, 4, 5), "S3–S5": (3, 4, 5), "[3]-[5]": (3, 4, 5),
+    "sentences 3 through 5": (3, 4, 5), "sentences 3 to 5": (3, 4, 5), "第3句": (3,), "第3至5句": (3, 4, 5),
+    "第三句": (3,), "第三至五句": (3, 4, 5), "第三句到第五句": (3, 4, 5), "第3、4句": (3, 4), "句子3": (3,),
+}
+OUT_OF_RANGE = ["[9]", "(9)", "（0）", "(2), (9)", "3-9", "S4–S9", "sentences 4 through 9", "第九句", "第三至第九句"]
 HOSTILE = {"brackets": lambda n: "".join(f"[{i % 997}]" for i in range(n // 5)),
+           "parentheses": lambda n: "".join(f"({i % 997}) " for i in range(n // 6)),
+           "ranges in words": lambda n: "sentences 1 through 2, " * (n // 23),
            "unended 第…句": lambda n: "第1、" * (n // 3),
            "bare list": lambda n: ", ".join(str(i % 9973) for i in range(n // 6))}
 SIZES = (50_000, 100_000, 200_000)
@@ -54,6 +75,25 @@ def oracle_row(subset: str) -> str:
             f"{sum(covered) / max(len(covered), 1):>10.2f} {evidence_f1:>10.3f}")
 
 
+def read_back(evidence: str) -> Citation:
+    """What `--evidence-form ids` reads from a JSON reply whose evidence is `evidence`, against PASSAGE."""
+    question = Span("q", "Where does the Rhine reach the sea?", PASSAGE, ["near Rotterdam"], [None], None)
+    reply = json.dumps({"answer": "near Rotterdam", "evidence": evidence}, ensure_ascii=False)
+    return cite(parse_reply(reply), reply, question)[1]
+
+
+def forms_table() -> None:
+    """Every citation form read back through the parser, and the numbers out of range left unverified."""
+    right = 0
+    for written, meant in FORMS.items():
+        citation = read_back(written)
+        right += citation.cited == meant and citation.status == "exact"
+        print(f"  {written:<24} reads {list(citation.cited)!s:<12} {'ok' if citation.cited == meant else 'WRONG'}")
+    unverified = sum(read_back(written).status == "unverified" for written in OUT_OF_RANGE)
+    print(f"citation forms read right: {right}/{len(FORMS)}; out of range left unverified: "
+          f"{unverified}/{len(OUT_OF_RANGE)} ({', '.join(OUT_OF_RANGE)})\n")
+
+
 def cpu_seconds(text: str) -> float:
     start = time.process_time()
     read_citations(text, 40)
@@ -66,12 +106,25 @@ def main() -> None:
     parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--subsets", default=",".join(subsets.names()))
     args = parser.parse_args()
-    for subset in args.subsets.split(","):  # every dev set there, before the table starts
-        resolve_dataset_path(subset)
+    if os.environ.get("EXPMRC_DATA"):
+        for subset in args.subsets.split(","):  # every dev set there, before any table starts
+            resolve_dataset_path(subset)
+    forms_table()
+    if not os.environ.get("EXPMRC_DATA"):
+        print("oracle table: skipped (set EXPMRC_DATA)")
+    else:
+        oracle_table(args.subsets)
+    hostile_table()
+
+
+def oracle_table(names: str) -> None:
     print(f"{'subset':<9} {'questions':>9} {'sent/psg':>9} {'largest':>7} {'gold found':>9} {'sent/gold':>10} "
           f"{'oracle EVI_F1':>10}")
-    for subset in args.subsets.split(","):
+    for subset in names.split(","):
         print(oracle_row(subset))
+
+
+def hostile_table() -> None:
     print("\nreading citations, CPU seconds by evidence length (characters)")
     print(f"{'shape':<14} " + " ".join(f"{size:>9,}" for size in SIZES) + f" {'ratio':>7}")
     for name, make in HOSTILE.items():

@@ -15,9 +15,12 @@
    linear, 16 quadratic); a reply nested 50,000 deep, XML-style tags left open 100,000 deep and a table of
    100,000 rows; the realistic replies of the test corpus (tests/helpers/reply_corpus*.py), per reply; and
    how many of the corpus's answers and quotes are read as the replies state them, per corpus (tuned,
-   held-out, held-out shapes), language and task. With --against REF (a git commit or branch) the parser
-   of REF (its parsing.py, jsonscan.py and markup.py, read with `git show`) is timed and scored on the same
-   replies in the same run, beside the working tree's.
+   held-out, held-out shapes, the issue 38 model families: seven draws read to correct the parser after their
+   one untouched measurement, and the held-out draw; tests/helpers/reply_corpora.py),
+   language and task, and how many replies are misread silently (read to another answer or quote than they
+   state, without being refused). With --against REF
+   (a git commit or branch) the parser of REF (its parsing.py, jsonscan.py and markup.py, read with `git
+   show`) is timed and scored on the same replies in the same run, beside the working tree's.
 """
 
 from __future__ import annotations
@@ -158,6 +161,14 @@ HOSTILE.update({  # the markup read since issue 30
     "nested Chinese quotes": ("原文“", False),
     "notes in parentheses": ("答案：B（原文：", True),
 })
+HOSTILE.update({  # issue 38: self-corrections, HTML, YAML block scalars, reasoning left open before a final statement
+    "self-corrections": ("Answer: A. Wait, actually B. ", True),
+    "answers taken back": ("答案：A。等等，", True),
+    "retractions in quotes": ("“等等，”", True),
+    "HTML tags and entities": ("<p><b>&amp;</b></p>", False),
+    "YAML block lines": ("evidence: >-\n  x\n", False),
+    "open reasoning, labelled lines": ("<think>\nAnswer: B\n", True),
+})
 
 
 def reference_parser(ref: str) -> Callable[..., Any]:
@@ -210,21 +221,20 @@ def parsing_costs(parsers: dict[str, Callable[..., Any]]) -> None:
 
 
 def corpora() -> list[tuple[str, list[Any]]]:
-    from helpers.reply_corpus import STYLES, cases
-    from helpers.reply_corpus_heldout import HELD_OUT
-    from helpers.reply_corpus_heldout_shapes import HELD_OUT_SHAPES
+    from helpers.reply_corpora import corpora as named
 
-    return [("tuned", cases(STYLES)), ("held-out", cases(HELD_OUT)), ("held-out shapes", cases(HELD_OUT_SHAPES))]
+    return list(named().items())
 
 
 def corpus_rates(parsers: dict[str, Callable[..., Any]]) -> None:
-    """Answers and quotes read as the corpus's replies state them, per corpus, language and task (the
-    HTTP test tests/llm/test_reply_corpus.py checks the same through `expmrc llm`)."""
-    from helpers.reply_corpus import same_quote
+    """Answers and quotes read as the corpus's replies state them, and replies misread silently, per corpus,
+    language and task (the HTTP test tests/llm/test_reply_corpus.py checks the same through `expmrc llm`)."""
+    from helpers.reply_corpus import misread, same_quote
 
     for label, parse in parsers.items():
         for corpus, found in corpora():
             counts: dict[str, list[int]] = {}
+            wrong: list[str] = []
             for case in found:
                 read = parse(case.reply, list(case.item.options) or None)
                 row = counts.setdefault(case.kind, [0, 0, 0, 0])
@@ -233,10 +243,12 @@ def corpus_rates(parsers: dict[str, Callable[..., Any]]) -> None:
                 if case.evidence is not None:
                     row[2] += same_quote(read.evidence, case.evidence)
                     row[3] += 1
+                wrong += [case.style] if misread(read.answer, read.evidence, read.status, case) else []
             total = [sum(row[i] for row in counts.values()) for i in range(4)]
             cells = "  ".join(f"{kind} {r[0]}/{r[1]} {r[2]}/{r[3]}" for kind, r in sorted(counts.items()))
-            print(f"read {corpus:<16} {label:<8} answers {total[0]}/{total[1]} = {total[0] / total[1]:6.1%}  quotes "
-                  f"{total[2]}/{total[3]} = {total[2] / total[3]:6.1%}   ({cells}: answers, quotes)")
+            print(f"read {corpus:<17} {label:<8} answers {total[0]}/{total[1]} = {total[0] / total[1]:6.1%}  quotes "
+                  f"{total[2]}/{total[3]} = {total[2] / total[3]:6.1%}  misread silently {len(wrong)}   "
+                  f"({cells}: answers, quotes){'; misread: ' + ', '.join(wrong) if wrong else ''}")
 
 
 def main() -> None:

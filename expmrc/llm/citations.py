@@ -18,8 +18,8 @@ import unicodedata
 from dataclasses import dataclass, replace
 from typing import Any
 
-from expmrc.data.datasets import Dataset, Question, SpanQuestion, passage_of
-from expmrc.llm.parsing import Parsed, strip_reasoning
+from expmrc.data.datasets import ChoiceQuestion, Dataset, Question, SpanQuestion, passage_of
+from expmrc.llm.parsing import CITED_MARK, Parsed, parse_reply, strip_reasoning
 from expmrc.text.grounding import EXACT, MISSING, UNVERIFIED, Grounded, Grounding, ground_submission
 from expmrc.text.locate import find
 from expmrc.text.sentences import Sentence, split_sentences
@@ -34,22 +34,30 @@ MAX_GROUP = 32
 _MORE = f"{{0,{MAX_GROUP - 1}}}+"
 
 _NUM = r"(?:-?\d++(?:\.\d++)?|[零〇一二两三四五六七八九十百]++)"
-_RANGE = r"\s*+(?:-|–|—|~|～|\bto\b|至|到)\s*+"
+_RANGE = r"\s*+(?:-|–|—|~|～|\bto\b|\bthrough\b|\bthru\b|至|到)\s*+"
 _PREFIX = r"(?:(?:sentences?|sent\.?|s|no\.?|#|第|句子|句)\s*+)?"
-_ITEM = rf"{_PREFIX}{_NUM}(?:{_RANGE}{_PREFIX}{_NUM})?\s*+句?"
+_JU = r"(?:\s*+句(?:子|话)?)?"  # `第3句至第5句`: the word may close each end of a range
+_ITEM = rf"{_PREFIX}{_NUM}(?:{_JU}{_RANGE}{_PREFIX}{_NUM})?{_JU}"
 _SEP = r"\s*+(?:,|，|、|;|；|/|&|\band\b|和|及|与|以及|\]\s*+\[)?\s*+"
 _LIST = rf"{_ITEM}(?:{_SEP}{_ITEM}){{0,{MAX_GROUP - 1}}}+"
 _BRACKETED = rf"\[\s*+(?P<inside>{_LIST})\s*+[.。]?\s*+\]"
 _MENTION = (  # a citation outside brackets needs its word: `Sentence 3`, `S3`, `第3句`, `句子3`
-    rf"\b(?:sentences?|sent\.)\s*+(?:no\.?\s*+|number\s*+|#\s*+)?\d++(?:(?:{_RANGE}|{_SEP}){_PREFIX}\d++){_MORE}"
+    rf"\b(?:sentences?|sent\.)\s*+(?:no\.?\s*+|number\s*+|#\s*+)?(?P<n>\(\s*+)?\d++(?(n)\s*+\))"
+    rf"(?:(?:{_RANGE}|{_SEP}){_PREFIX}(?P<m>\(\s*+)?\d++(?(m)\s*+\))){_MORE}"
     rf"|\bS\d++\b(?:(?:{_RANGE}|{_SEP})S?\d++\b){_MORE}"
-    rf"|第\s*+{_NUM}(?:(?:{_RANGE}|{_SEP})第?\s*+{_NUM}){_MORE}\s*+句(?:子|话)?"
+    rf"|第\s*+{_NUM}(?:{_JU}(?:{_RANGE}|{_SEP})第?\s*+{_NUM}){_MORE}\s*+句(?:子|话)?"
     rf"|句子?\s*+\d++(?:(?:{_RANGE}|{_SEP})(?:句子?)?\s*+\d++){_MORE}")
-CITATION = re.compile(rf"{_BRACKETED}|{_MENTION}", re.IGNORECASE)
+_BRACKET_RANGE = rf"\[\s*+{_PREFIX}\d++\s*+\]{_RANGE}\[\s*+{_PREFIX}\d++\s*+\]"  # `[3]-[5]`
+CITATION = re.compile(rf"{_BRACKET_RANGE}|{_BRACKETED}|{_MENTION}", re.IGNORECASE)
+_PAREN = rf"\(\s*+{_LIST}\s*+[.。]?\s*+\)"
+# in the evidence, `(3)` cites like `[3]` where it leads the evidence or one of its sentences (`(3) It reaches …`):
+# in the ids form a leading number in parentheses is a citation, never a list marker; `(1990)` inside a sentence is not
+PAREN_LEAD = re.compile(rf"(?:^|(?<=[.。!?！？]))\s*+(?P<run>{_PAREN}(?:{_SEP}{_PAREN}){_MORE})")
 _WRAPPED = rf"[\[(]?\s*+{_ITEM}\s*+[.。]?\s*+[\])]?"  # `3`, `[3]`, `(3)`, `S3`, `第3句`
 BARE = re.compile(rf"\s*+{_WRAPPED}(?:{_SEP}{_WRAPPED})*+\s*+[.。]?\s*+", re.IGNORECASE)
-_ITEM_PARTS = re.compile(rf"(?P<a>{_NUM})(?:{_RANGE}{_PREFIX}(?P<b>{_NUM}))?", re.IGNORECASE)
-_STRIP = re.compile(rf"\s*+(?:{_BRACKETED}|[(]\s*+(?:{_MENTION})\s*+[)])", re.IGNORECASE)
+_ITEM_PARTS = re.compile(rf"(?P<a>{_NUM})(?:{_JU}\s*+\]?{_RANGE}\[?\s*+{_PREFIX}(?P<b>{_NUM}))?", re.IGNORECASE)
+_STRIP = re.compile(rf"\s*+(?:{_BRACKETED}|[(]\s*+(?:{_MENTION})\s*+[)]|{_PAREN}(?:{_SEP}{_PAREN}){_MORE}\s*+[.。]?\s*+$)",
+                    re.IGNORECASE)
 _ZH_NUMERAL = re.compile("(?:(?P<h>[一二两三四五六七八九])百[零〇]?)?(?:(?P<t>[一二两三四五六七八九])?(?P<ten>十))?"
                          "(?P<u>[一二两三四五六七八九])?")
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
@@ -132,7 +140,8 @@ def _groups(text: str, whole: bool) -> list[str]:
     it is nothing but a list of numbers (`3, 4`; a JSON list reads so)."""
     if whole and BARE.fullmatch(text) is not None:
         return [text]
-    return [m.group("inside") or m.group() for m in CITATION.finditer(text)]
+    leading = [m.group("run") for m in PAREN_LEAD.finditer(text)] if whole else []
+    return leading + [m.group("inside") or m.group() for m in CITATION.finditer(text)]
 
 
 def read_citations(text: str, count: int, whole: bool = True) -> Citation:
@@ -155,7 +164,7 @@ def _folded(text: str) -> str:
 def strip_citations(answer: str) -> str:
     """A span answer without the citations written into it (`near Rotterdam [3]`, `上海（第2句）`); the answer as
     given when it holds nothing else, or none."""
-    if not CITATION.search(_folded(answer)):
+    if not CITATION.search(_folded(answer)) and not _STRIP.search(_folded(answer)):
         return answer
     stripped = _STRIP.sub("", _folded(answer)).strip()
     return stripped if stripped else answer
@@ -166,7 +175,7 @@ def cite(parsed: Parsed, reply: str | None, question: Question) -> tuple[Parsed,
     loses its citations) and the citation says what was cited; see the module docstring."""
     passage = passage_of(question)
     sentences = passage_sentences(passage)
-    citation = replace(read_citations(parsed.evidence, len(sentences)), source="evidence")
+    citation = replace(read_citations(_as_cited(parsed, reply, question), len(sentences)), source="evidence")
     notes = [parsed.note] if parsed.note else []
     if not parsed.evidence.strip() and reply:
         citation = replace(read_citations(strip_reasoning(reply), len(sentences), whole=False), source="reply")
@@ -182,6 +191,17 @@ def cite(parsed: Parsed, reply: str | None, question: Question) -> tuple[Parsed,
     answer = strip_citations(parsed.answer) if isinstance(question, SpanQuestion) else parsed.answer
     evidence = cited_text(passage, sentences, citation)
     return Parsed(answer, evidence, parsed.status, "; ".join(notes)), citation
+
+
+def _as_cited(parsed: Parsed, reply: str | None, question: Question) -> str:
+    """The evidence as the ids form reads it: a reply whose evidence items lead with `(3)` is read again with
+    those kept as citations (the quote form's reading drops them as list markers); a reply refused before it
+    was read (parsed.note says why) is not."""
+    if not reply or parsed.status == "failed" and not parsed.evidence or not CITED_MARK.search(reply):
+        return parsed.evidence
+    options = question.options if isinstance(question, ChoiceQuestion) else None
+    again = parse_reply(reply, options, citing=True)
+    return again.evidence if again.answer == parsed.answer else parsed.evidence
 
 
 def _grounding(sentences: list[Sentence], citation: Citation) -> Grounding:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import html
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -29,7 +30,13 @@ def strip_reasoning(reply: str) -> str:
     mark (a block the chat template opened). A block left open ends at an answer block that opens after
     it (`<answer>`, `<|begin_of_solution|>`), else runs to the end of the reply: what follows the last
     reasoning mark is read, and nothing inside the reasoning ever is. One pass."""
-    kept, position, inside = [], 0, False
+    return split_reasoning(reply)[0]
+
+
+def split_reasoning(reply: str) -> tuple[str, str]:
+    """The reply without its reasoning (as `strip_reasoning`), and the text of a reasoning block left open
+    at the end of the reply ("" when none is), for the caller to look for a final statement in. One pass."""
+    kept, position, inside, opened = [], 0, False, 0
     for mark in REASONING.finditer(reply):
         closing = any(mark.group(g) for g in ("c1", "c2", "c3", "c4", "c5"))
         if mark.group("answer"):
@@ -37,14 +44,56 @@ def strip_reasoning(reply: str) -> str:
                 inside, position = False, mark.start()
         elif not closing and not inside:
             kept.append(reply[position:mark.start()])
-            inside = True
+            inside, opened = True, mark.end()
         elif closing and inside:
             inside, position = False, mark.end()
         elif closing:  # a close without an open: everything so far was reasoning
             kept, position = [], mark.end()
     if not inside:
         kept.append(reply[position:])
-    return "".join(kept).strip()
+    return "".join(kept).strip(), reply[opened:] if inside else ""
+
+
+_HTML_NAMES = ("p|div|br|hr|li|ul|ol|h[1-6]|table|thead|tbody|tfoot|tr|td|th|blockquote|pre|section|article|header|"
+               "footer|main|figure|figcaption|details|summary|dl|dt|dd|strong|b|em|i|u|s|span|code|mark|small|sup|sub|"
+               "a|font|del|ins|kbd|samp|var|abbr|cite|q|label|big|tt")
+HTML_TAG = re.compile(r"<\s{0,3}(?P<close>/)?\s{0,3}(?P<name>" + _HTML_NAMES + r")(?:\s[^<>\n]{0,200})?/?>", re.IGNORECASE)
+ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,9});")
+_HTML_BREAKS = {"li": "\n- ", "blockquote": "\n> ", "tr": "\n", "td": "|", "th": "|"}  # opening tags; others: below
+_HTML_INLINE = {"strong", "b", "em", "i", "u", "s", "span", "code", "mark", "small", "sup", "sub", "a", "font", "del",
+                "ins", "kbd", "samp", "var", "abbr", "cite", "q", "label", "big", "tt", "thead", "tbody", "tfoot"}
+
+
+def is_html(text: str) -> bool:
+    """Whether a reply is written in HTML: it holds an HTML tag, other than a `<br>` in a markdown table row
+    (which markdown tables use for a line break inside a cell)."""
+    return "<" in text and any(tag.group("name").lower() != "br" or not line.lstrip().startswith("|")
+                               for line in text.split("\n") for tag in HTML_TAG.finditer(line))
+
+
+def _html_tag(tag: re.Match[str], in_table: bool) -> str:
+    """What an HTML tag becomes in text: nothing (inline), a line break (a block), a list or quote marker,
+    a table row's cell bar; `<br>` of a markdown table row stays for the row's reader."""
+    name = tag.group("name").lower()
+    if name in _HTML_INLINE or name == "br" and in_table:
+        return "" if name != "br" else tag.group()
+    if tag.group("close"):
+        return "|" if name == "tr" else "" if name in ("td", "th") else "\n"
+    return _HTML_BREAKS.get(name, "\n")
+
+
+def html_text(text: str) -> str:
+    """An HTML reply as text a reader sees (`<p><strong>答案：</strong>C</p>` is the line `答案：C`): tags dropped
+    or made line breaks, `<li>` a list item, `<blockquote>` a `>` quote, table rows `|a|b|`, entities decoded.
+    Every line keeps its length (what a line loses is padded with spaces at its end), so positions of lines
+    stay those of the reply. Linear."""
+    out = []
+    for line in text.split("\n"):
+        done = HTML_TAG.sub(functools.partial(_html_tag, in_table=line.lstrip().startswith("|")), line)
+        done = ENTITY.sub(lambda m: m.group() if len(u := html.unescape(m.group())) > len(m.group()) else u, done)
+        done = done.strip("\n").replace("\xa0", " ")  # a block at a line's edge: the reply's own line break
+        out.append(done + " " * (len(line) - len(done)))
+    return "\n".join(out)
 
 
 TAG = re.compile(r"<\s{0,3}(/?)\s{0,3}([^\W\d][\w\-]{0,40})(?:\s[^<>]{0,200})?>")
@@ -111,7 +160,12 @@ def is_separator(row: list[str]) -> bool:
     return all(SEPARATOR_CELL.fullmatch(cell.replace(" ", "")) or not cell for cell in row) and any(row)
 
 
-LIST_MARK = re.compile(r"(?:[-*•·+‣▪◦](?=\s)|\d{1,3}[.)．](?=\s|$)|\d{1,3}、|[(（]\d{1,3}[)）]|[①-⑳]|[一二三四五六七八九十]{1,3}、)\s*")
+# A list marker opens an item's text: a bullet before a space; a number before a space and more (`1. text`),
+# or, for `(1)` and `1、` that need no space, before a letter or quote mark: `(2), (3)`, `（3）、（5）`, `(3)(4)` and
+# `3、4` are numbers, not a list
+_ITEM_TEXT = r"(?=\s++[^\s,，、;；.。:：(（\[【]|[^\W\d_]|[\"“「『‘'*])"
+LIST_MARK = re.compile(r"(?:[-*•·+‣▪◦](?=\s)|\d{1,3}[.)．](?=\s++\S)|(?:\d{1,3}、|[(（]\d{1,3}[)）])" + _ITEM_TEXT
+                       + r"|[①-⑳]|[一二三四五六七八九十]{1,3}、)\s*")
 
 
 def unlisted(line: str) -> str:

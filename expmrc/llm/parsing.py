@@ -26,14 +26,18 @@ raises: a reply that yields no usable answer gets status `failed`, an empty answ
 
 from __future__ import annotations
 
+import bisect
+import contextvars
 import functools
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from expmrc.data.datasets import LABELS
 from expmrc.llm.jsonscan import scan
-from expmrc.llm.markup import OPEN_QUOTES, Quotations, cells, elements, is_list_item, is_separator, key, unlisted
+from expmrc.llm.markup import (OPEN_QUOTES, Quotations, cells, elements, html_text, is_html, is_list_item, is_separator,
+                                key, unlisted)
+from expmrc.llm.markup import split_reasoning
 from expmrc.llm.markup import strip_reasoning as strip_reasoning
 
 STATUSES = ("json", "text", "revised", "failed")  # how the answer was found; `revised`: several differed
@@ -144,6 +148,8 @@ def letter_of(answer: str, options: list[str]) -> tuple[str | None, str]:
     followed by exactly its own text, then an option's text as the answer's beginning (`A clerk, as …`),
     then a letter in any common dress, then the one option whose text the answer contains."""
     text = unicodedata.normalize("NFKC", answer).replace("**", "").strip().strip("`").strip()
+    if len(text) > 2 and text[0] in OPEN_QUOTES and text[-1] == OPEN_QUOTES[text[0]]:
+        text = text[1:-1].strip()  # `"C"`, as YAML and prose quote it
     folds = _folds(tuple(options))
     if not fold(text):
         return None, "empty answer"
@@ -234,21 +240,23 @@ _AHEAD_LETTER = r"(?=\s*+[(（\[【]?\s*+[A-HＡ-Ｈa-h](?![A-Za-z]))"
 _ADJECTIVE = (r"(?:final|correct|right|best|true|short|my|our|(?:most\s++)?(?:likely|appropriate|suitable|accurate|"
               r"reasonable|plausible))")
 ANSWER_PATTERNS = [  # (pattern, lead rule, tasks)
-    (re.compile(r"\b(?:" + _ADJECTIVE + r"\s++)?answer\b(?:\s++to\s++(?:the|this)\s++question)?\s*+(?:is\b|would\s++"
+    (re.compile(r"\b(?:" + _ADJECTIVE + r"\s++)?answer\b(?:\s++to\s++(?:the|this)\s++question)?(?:\s*+\([^()]{0,20}\))?\s*+(?:is\b|would\s++"
                 r"be\b|should\s++be\b|must\s++be\b|will\s++be\b|[:：=]|[-–—](?=\s))", _I), "en", "span choice"),
-    (re.compile(r"\b(?:" + _ADJECTIVE + r")\s++(?:option|choice)\s*+(?:is\b|would\s++be\b|[:：])", _I),
+    (re.compile(r"\b(?:" + _ADJECTIVE + r")\s++(?:option|choice|one)\s*+(?:is\b|would\s++be\b|[:：])", _I),
      "en", "choice"),
     (re.compile(r"\bI(?:\s++would|\s++will|'d|’d|'ll)?\s++(?:choose|pick|select|go\s++with)\b", _I), "any", "choice"),
     (re.compile(r"^A\s*+[:：]"), "any", "span"),  # "Q: …  A: …"
-    (re.compile(r"(?:答案|回答)(?:选项)?\s*+(?:应该|应当|应|可能)?\s*+(?:是|为|选择|选|[:：]|[】\]])\s*+[:：]?"), "zh",
+    (re.compile(r"(?:答案|回答)(?:选项)?(?:\s*+[(（][^()（）]{0,10}[)）])?\s*+(?:应该|应当|应|可能|还|仍然|仍|依然|确实|的确|就|也)?\s*+(?:是|为|选择|选|[:：]|[】\]])\s*+[:：]?"),
+     "zh",
      "span choice"),
     (re.compile(r"(?<![回解])答\s*+[:：]"), "zh", "span choice"),
     (re.compile(r"(?<![回解问])答(?!案)" + _AHEAD_LETTER), "zh", "choice"),  # 所以答C, 故答C
     (re.compile(r"正确(?:的)?(?:选项|答案|选择|的)\s*+(?:应该|应)?\s*+(?:是|为|[:：])\s*+[:：]?"), "zh", "choice"),
     (re.compile(r"我(?:们)?(?:会|应该|最终)?(?:选择|选)\s*+[:：]?"), "zh", "choice"),
     (re.compile(r"(?:选择|选)(?!项)\s*+[:：]?" + _AHEAD_LETTER), "zh", "choice"),
-    (re.compile(r"(?i:\b(?:option|choice)\s++)?" + _LETTER + r"\s++(?i:is\s++(?:the\s++)?(?:(?:correct|right|best|true)\b"
+    (re.compile(r"(?i:\b(?:option|choice)\s++)?" + _LETTER + r"\s++(?i:is\s++(?:still\s++|indeed\s++|definitely\s++)?(?:the\s++)?(?:(?:correct|right|best|true)\b"
                 r"|answer\b))"), "any", "choice"),
+    (re.compile(r"只有(?:选项)?" + _LETTER + r"\s*+(?:项|选项)?\s*+(?:是|为)?\s*+符合(?![吗？?])"), "zh", "choice"),  # 只有C符合原文
     (re.compile(r"(?:选项)?" + _LETTER + r"\s*+(?:项|选项)?\s*+(?:是|为)?\s*+(?:正确|对)(?:的|答案|选项)?(?![吗？?])"), "zh",
      "choice"),
     (re.compile(r"\\boxed\s*+\{(?P<boxed>(?:[^{}]|\{[^{}]*\})*)\}"), "any", "span choice"),
@@ -256,32 +264,43 @@ ANSWER_PATTERNS = [  # (pattern, lead rule, tasks)
 EVIDENCE_PATTERN = re.compile(
     r"\b(?:supporting\s++(?:evidence|sentences?|text|quotes?)|evidence|quote\s++from\s++(?:the\s++)?(?:passage|text|"
     r"article)|quotes?|quotation|citation|relevant\s++(?:sentence|text|quote)|source\s++sentence)\b(?:\s*+\([^()]{0,40}\))?"
-    r"\s*+(?:is\b|[:：]|[-–—](?=\s))|(?:原文依据|文中原句|相关原文|证据句|支持句|证据|依据|原文|引文|原句|出处)\s*+(?:是|为)?\s*+"
-    r"(?:[:：]|[】\]])", _I)
+    r"\s*+(?:is\b\s*+[:：]?|[:：]|[-–—](?=\s))|(?:原文依据|文中原句|相关原文|原文引用|证据句|支持句|证据|依据|原文|引文|原句|出处)\s*+(?:是|为)?\s*+"
+    r"(?:[:：]|[】\]]|——?)", _I)
 PROSE_QUOTE = re.compile(
     r"\b(?:passage|text|article|story|author)\s++(?:says|states|mentions|notes|reads|writes|tells\s++us)(?:\s++that)?"
-    r"\s*+[:,]?\s*+(?=[\"“'‘])|(?:文中|原文|文章|短文|材料|作者)(?:中)?(?:明确)?(?:提到|说|写道|指出|讲到|表明)(?:了)?\s*+[:：,，]?"
-    r"\s*+(?=[“「\"『])|(?:根据|原文|文中)(?:原文|文中|文章)?\s*+(?=[“「\"『])|\b(?:source|see)\s*+[:：]\s*+(?=[\"“'‘])", _I)
+    r"\s*+[:,]?\s*+(?=[\"“'‘])|\b(?:from|in)\s++the\s++(?:passage|text|article)\s*+[:：]\s*+(?=[\"“'‘])"
+    r"|\bsupported\s++by\s++(?:the\s++)?(?:following\s++)?(?:sentence|passage|text|line)\s*+[:：]?\s*+(?=[\"“'‘])"
+    r"|\baccording\s++to\s++the\s++(?:passage|text|article)\s*+[,:：]\s*+(?=[\"“'‘])"
+    r"|(?:文中|原文|文章|短文|材料|作者)(?:中)?(?:明确)?(?:提到|说|写道|指出|讲到|表明)(?:了)?\s*+[:：,，]?\s*+(?=[“「\"『])"
+    r"|(?:根据|原文|文中)(?:原文|文中|文章)?\s*+(?=[“「\"『])|\b(?:source|see)\s*+[:：]\s*+(?=[\"“'‘])", _I)
 HEADING = re.compile(r"(?:final\s+|correct\s+)?answer|(?:最终|正确)?答案", _I)
-EVIDENCE_HEADING = re.compile(r"(?:supporting\s+)?evidence|quote|证据|原文依据|依据|原文", _I)
-BOUNDARY = set(".!?;:,|()[]。！？；：，、【】「」“”\"")
+EVIDENCE_HEADING = re.compile(r"(?:supporting\s+|relevant\s+)?(?:evidence|quotes?|sentences?)|quote\s+from\s+the\s+(?:passage|text)"
+                              r"|citation|证据|原文依据|依据|原文|引文|原句|原文引用|引用|出处|相关原文", _I)
+BOUNDARY = set(".!?;:,|()[]。！？；：，、【】「」“”\"—–")
 EN_LEAD = re.compile(
-    r"(?:(?:so|thus|therefore|hence|overall|finally|then|now|clearly|okay|ok|well|yes|correction|actually|"
-    r"in\s+(?:conclusion|summary|short)|to\s+conclude|i\s+(?:think|believe)|this\s+means|which\s+means|that\s+means|"
-    r"it\s+follows\s+that)\s*,?\s*)*(?:the|my|our|your)?\s*", _I)
+    r"(?:(?:so|thus|therefore|hence|overall|finally|then|now|clearly|okay|ok|well|yes|no|wait|hmm+|oops|sorry|"
+    r"correction|actually|in\s+(?:conclusion|summary|short)|to\s+conclude|i\s+(?:think|believe)|this\s+means|which\s+"
+    r"means|that\s+means|it\s+follows\s+that)\s*[,—–-]?\s*)*(?:the|my|our|your)?\s*", _I)
 ZH_VETO = re.compile(r"如果|假如|假设|若|是否|不|并非|而非|排除|没有")
 SPAN_END = re.compile(
-    r"[.!?;](?=\s|$)|[。！？；]|[,，]\s*(?:as|because|since|which|according|so|given|based)\b|"
-    r"[,，]\s*(?:因为|由于|根据|所以|因此|故|这|文中|原文)|\s(?:because|since|according\s+to|as\s+(?:stated|mentioned|"
-    r"described|shown))\b", _I)
+    r"[.!?;](?=\s|$)|[。！？；…]|[,，]\s*(?:as|because|since|which|according|so|given|based|though|although|but|however|"
+    r"yet)\b|[,，]\s*(?:因为|由于|根据|所以|因此|故|这|文中|原文|不过|但是?|可是|然而|只是)|\s(?:because|since|according\s+to|as\s+(?:stated|mentioned|"
+    r"described|shown))\b|——|\s[—–]\s|[,，]\s*(?:or\s+rather|rather|i\s+mean|或者说)", _I)
 # A note in parentheses that closes an answer (`上海（原文：…）`, `B (the passage says "…")`, `1987年（见第二句）`):
 # one opened by a note word or holding a quotation, running to the end of the value
 NOTE = re.compile(
     r"[（(](?=\s*+(?:原文|证据|依据|出处|见|参见|详见|注|来源|引自|根据|文中|evidence|source|see|quote|according|cf\b|from\s+the)"
     r"|[^()（）]*+[“\"「『])[^()（）]*+[)）]?[\s。.]*+$", _I)
+# A quotation's source named before it, with nothing else (`原文第一句“…”`, `the second sentence: "…"`)
+SOURCE_NAME = re.compile(r"(?:原文|文中|文章|短文|材料)?中?的?第[一二三四五六七八九十\d]{1,3}[句段](?:话)?(?:中|里)?(?:说|写道|提到)?"
+                         r"[:：,，]?|(?:the\s+)?(?:first|second|third|fourth|fifth|last|\w+th)\s+sentence(?:\s+(?:says|reads))?"
+                         r"\s*[:,]?", _I)
 # Words that frame a field's quote as the passage's (`According to the passage, "…"`, `原文：…`)
 FRAME = re.compile(r"passage|text|article|story|paragraph|sentence|author|evidence|quote|according|原文|文中|文章|短文|材料|"
                    r"作者|根据|句|段", _I)
+ANSWER_LINE_LEAD = re.compile(r"(?:最终|正确|标准|参考|我的|本题的?)?")  # `最终答案：…` begins a line with its answer
+FINAL_WINDOW = 20_000  # characters at the end of reasoning left open looked at for a final statement
+GENERIC_LABEL = re.compile(r"[^\W\d_][\w ]{0,30}[:：]|[\u4e00-\u9fff]{1,8}[:：]")  # `Explanation:`, `解析：`
 MAYBE_STATED = re.compile(r"answer|option|choice|choose|pick|select|go\s+with|答|选|正确|boxed|^\s*A\s*[:：]", _I)
 
 
@@ -293,6 +312,124 @@ class _Found:
     quotes: list[tuple[int, str]]
     weak_quotes: list[tuple[int, str]]
     labels: list[tuple[int, str]]  # lines that are an option label or text on their own
+    retractions: list[tuple[int, str]] = field(default_factory=list)  # where the reply takes an answer back
+    corrections: list[Statement] = field(default_factory=list)  # answers a correction states (`actually C`)
+
+
+# Self-correction. A retraction takes back what was stated before it: an interjection or admission at a clause's
+# start (`Wait,`, `Hmm,`, `Oops`, `Scratch that`, `Let me re-check`, `等等，`, `不对`, `我再核对一下`); a correction after
+# one states the answer it commits to (`actually C`, `I mean near Rotterdam`, `应该是D`). The last answer stated is
+# taken only when no retraction follows it: an answer taken back with none after it is refused.
+_FILLER = (r"(?:(?:oh|ah|um+|uh+|well|okay|ok|so|but|though|no|嗯+|哦+|啊+|呃+|唔+|噢+|哎+|诶+|但是?|不过|可是|只是|然而)"
+           r"\s*+[,，.。!！…]*+\s*+)*+")
+RETRACTION = re.compile(
+    r"(?:wait|hold\s++on|hmm++|oops|sorry|actually|correction|no\s++wait|never\s*+mind|(?:or\s++)?rather)"
+    r"(?=\s*+[,，.。!！…:：;；—–-])"
+    r"|(?:scratch\s++that|on\s++second\s++thought|my\s++mistake|i\s++mean[t]?|i\s++(?:was|am)\s++wrong|i\s++made\s++a\s++"
+    r"mistake|i\s++misread|let\s++me\s++(?:re-?(?:check|read|consider|think|examine|evaluate)|double[-\s]?check|check\s++"
+    r"again|look\s++again|think\s++again|verify)|i\s++(?:need|should|have)\s++to\s++(?:re-?check|look\s++again|check\s++"
+    r"again|double[-\s]?check|reconsider)|i(?:'?m|\s++am)\s++(?:not\s++(?:(?:so|too|very|entirely|really|quite|"
+    r"completely|100%)\s++)?(?:sure|certain|confident)|unsure))\b"
+    r"|(?:等等|等一下|等一等|且慢|不对|错了|我错了|搞错|看错|选错|答错|抱歉|哦不|再看一遍|再看一下|再想想|再读一遍|重新看|重新读|"
+    r"重新检查|重新考虑|(?:让我|我)再(?:看|想|读|检查|核对|确认|核实)|好像不(?:太)?对|不太对|我?(?:并|还)?不(?:太|是很|敢)?"
+    r"(?:确定|肯定)|我?没(?:有)?(?:把握|信心)|拿不准|不(?=\s*+[，,！!])|(?:其实|实际上)(?=\s*+(?:是|应该|应|答案|选))|或者说|(?:更)?(?:确切|准确)(?:地)?说)(?!的)", _I)
+# A doubt anywhere in a clause after an answer (`I have doubts about this answer`, `that is probably wrong`,
+# `我对这个答案有些怀疑`, `不过这大概是错的`, `Answer: C (uncertain)`): a retraction too, said in too many words for a
+# list of phrases, so any word of error or uncertainty counts; except, for a choice, in a clause that names an option
+# (`Option A is wrong`, `其他选项都是错误的`, `A项不对`), which judges the option, not the answer
+DOUBT = re.compile(
+    r"\b(?:wrong|incorrect|mistakes?|mistaken|misread|misunderstood|doubts?|doubtful|unsure|uncertain|questionable|dubious"
+    r"|not\s++(?:\w++\s++)?(?:sure|certain|confident|right|correct)|(?:low|little|no)\s++confidence|confidence\s++"
+    r"(?:\w++\s++){0,3}?(?:is\s++)?low|can'?t\s++be\s++right|cannot\s++be\s++right|reconsider|(?:doesn'?t|does\s++not|"
+    r"don'?t)\s++(?:\w++\s++)?(?:right|correct))\b"
+    r"|(?<![没不无])错|(?<![无])误|不(?:太|大|一定)?(?:对|确定|肯定|准|可能)|怀疑|疑|把握|拿不准|有问题|信心不足|没(?:有)?信心|未必"
+    r"|恐怕", _I)
+OPTION_MENTION = re.compile(r"(?<![A-Za-z])[A-HＡ-Ｈ](?![A-Za-z'’])|\b(?i:options?|choices?|distractors?)\b|选项|项")
+CLAUSE_STOP = re.compile(r"[.!?;,。！？；，…—()（）\n]")
+# a retraction at a clause's start: after the line's start or a stop, and fillers (`oh,`, `嗯，`)
+RETRACTION_AT = re.compile(r"(?:^|(?<=[.!?;:,|()\[\]。！？；：，、【】「」“”\"—–…]))\s*+" + _FILLER + r"(?P<word>"
+                           + RETRACTION.pattern + ")", _I)
+_CORRECTED_LETTER = (r"(?:actually|rather|instead|correction\s*+[:：]|it'?s|it\s++is|it\s++should\s++be|(?:that\s++)?should\s++be|must\s++be|"
+                     r"make\s++(?:it|that)|i\s++mean[t]?|(?:change|switch)\s++(?:it\s++|that\s++|my\s++answer\s++)?to|"
+                     r"i'?ll\s++go\s++with)\s*+[:,]?\s*+(?:option\s++)?")
+CORRECTIONS = {
+    "choice": (re.compile(r"\b(?i:" + _CORRECTED_LETTER + r")" + _LETTER + r"(?![\w'’])(?!\s++[a-z])"),
+               re.compile(r"(?:应该|应当|应|其实|实际上|而)?(?:是|(?<![因认以作成])为|选|改选|改为|改成)\s*+[:：]?" + _LETTER
+                          + r"(?:项|选项)?")),
+    "span": (re.compile(r"\b(?:(?:(?:actually|rather|no|sorry|wait|oops)\s*+[,—–-]?\s*+)*+(?:it'?s|it\s++is|it\s++should\s++"
+                       r"be)|i\s++mean[t]?|make\s++that|(?:it|that)\s++should\s++be|correction\s*+[:：]|(?:or\s++)?rather\s*+,)"
+                       r"\s*+[:,]?\s*+|不是\s*+[，,]\s*+(?:而)?是|(?:应该|应当|应|其实|实际上)(?:是|为)|而是|"
+                       r"改为|改成|更正为", _I),),
+}
+# a span correction that runs on into prose is no answer (`应该是因为…`, `actually it's about …`)
+_PROSE_VALUE = re.compile(r"\s*+(?:because|since|about|that|mentioned|in\s++the\s++passage|因为|由于|根据|原文|文中|这|那|指)",
+                          _I)
+
+
+class _Spans:
+    """Spans of a line (quotations, evidence values), merged, to ask whether a position lies inside one: a
+    bisect step each."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        for start, end in sorted(spans):
+            if self.ends and start <= self.ends[-1]:
+                self.ends[-1] = max(self.ends[-1], end)
+            else:
+                self.starts.append(start)
+                self.ends.append(end)
+
+    def __contains__(self, at: int) -> bool:
+        i = bisect.bisect_right(self.starts, at) - 1
+        return i >= 0 and at < self.ends[i]
+
+
+# Words one of which every retraction or doubt holds: a line holding none is not searched further (one search)
+HINT = re.compile(r"wait|hold|hmm|oops|sorry|actually|correction|never|scratch|second|mistake|mean|wrong|misread|"
+                  r"misunderstood|let\s++me|to\s++(?:re|look|check|double)|not|unsure|uncertain|doubt|questionable|dubious|"
+                  r"confiden|can'?t|cannot|reconsider|rather|等|且慢|不|错|误|抱歉|哦|再|重新|疑|把握|拿不准|问题|信心|未必|恐怕|其实|"
+                  r"实际上|或者说|确切|准确", _I)
+
+
+def _doubts(line: str, task: str) -> list[re.Match[str]]:
+    """The doubts of a line (DOUBT), the first of each clause; for a choice, none in a clause naming an option."""
+    found: list[re.Match[str]] = []
+    stops: list[int] | None = None
+    last = -1
+    for m in DOUBT.finditer(line):
+        stops = stops if stops is not None else [s.start() for s in CLAUSE_STOP.finditer(line)]
+        i = bisect.bisect_right(stops, m.start())
+        if i == last:
+            continue
+        last = i
+        start, end = stops[i - 1] + 1 if i else 0, stops[i] if i < len(stops) else len(line)
+        if not (task == "choice" and OPTION_MENTION.search(line, start, end)):
+            found.append(m)
+    return found
+
+
+def _self_corrections(found: _Found, line: str, offset: int, task: str, quoted: list[tuple[int, int]]) -> None:
+    """Record the retractions and corrections of a line, outside its quotes (`quoted`: evidence values)."""
+    retractions = list(RETRACTION_AT.finditer(line)) + _doubts(line, task) if HINT.search(line) else []
+    corrections = [m for pattern in CORRECTIONS[task] for m in pattern.finditer(line)] \
+        if retractions or found.retractions else []
+    if not retractions and not corrections:
+        return
+    marks = Quotations(line)
+    straight = marks.closers.get('"', [])  # `"…"`: each mark closes the one before it
+    inside = _Spans(quoted + list(marks.pairs.items()) + list(zip(straight[::2], straight[1::2], strict=False)))
+    for m in retractions:  # recorded where its clause starts, fillers included (`No wait, it's …` corrects there)
+        word = m.groupdict().get("word") is not None
+        if m.start("word" if word else 0) not in inside:
+            found.retractions.append((offset + m.end() - len(m.group().lstrip()), m.group("word" if word else 0)))
+    for m in corrections:
+        if m.start() in inside or not _lead_ok(line, m.start(), "zh" if not m.group().isascii() else "any"):
+            continue
+        value = m.group("letter") if m.groupdict().get("letter") else line[m.end():]
+        if task == "span" and (_PROSE_VALUE.match(value) or len(_span_answer(value)) > 80):
+            continue
+        found.corrections.append(Statement(offset + m.start(), value, None, "text"))
 
 
 def _lead_ok(line: str, start: int, rule: str) -> bool:
@@ -328,19 +465,30 @@ def _hits(line: str, task: str) -> list[tuple[str, re.Match[str]]]:
     return kept
 
 
+# Whether the reply being read cites sentences by number (`expmrc llm --evidence-form ids`): then a number in
+# parentheses that leads an evidence item (`(3) It reaches …`) is a citation, kept, never a list marker
+_CITING: contextvars.ContextVar[bool] = contextvars.ContextVar("citing", default=False)
+CITED_MARK = re.compile(r"[(（]\s*+\d{1,6}\s*+[)）]")
+
+
+def _unlisted(value: str) -> str:
+    """A value without its list marker, unless the reply cites by number and the marker is `(3)`."""
+    return value.strip() if _CITING.get() and CITED_MARK.match(value.strip()) else unlisted(value)
+
+
 def _quote(value: str) -> str:
     """An evidence value without the dress around it: a list marker, and the quote marks it sits in."""
-    value = unlisted(value.strip().lstrip("> ").rstrip(" |"))
+    value = _unlisted(value.strip().lstrip("> ").rstrip(" |"))
     close = OPEN_QUOTES.get(value[:1])
     if close and value.rfind(close) > 0:
-        value = value[1:value.rfind(close)]
-    return value.strip()
+        return value[1:value.rfind(close)].strip()
+    return _unquoted(value).strip()  # `原文说“…”`: the quotation a framing introduces
 
 
 def _unquoted(value: str) -> str:
     """A field's quote without the marks around it, only where one quotation is the whole of it (`"…"`, not
     `"Hello," she said.`); a framing before it (`According to the passage, "…"`, `原文：…`) dropped."""
-    value = unlisted(value)
+    value = _unlisted(value)
     if (m := EVIDENCE_PATTERN.match(value)) is not None:
         value = value[m.end():].strip()
     marks = Quotations(value)
@@ -349,7 +497,8 @@ def _unquoted(value: str) -> str:
         return value
     close = marks.close_of(opening)
     framed = not opening or value[:opening].rstrip()[-1:] in ":：,，" or any(
-        m.end() == opening for m in PROSE_QUOTE.finditer(value[:opening + 1]))
+        m.end() == opening for m in PROSE_QUOTE.finditer(value[:opening + 1])) \
+        or SOURCE_NAME.fullmatch(value[:opening].strip()) is not None
     if close > opening and framed and not value[close + 1:].strip(" .。,，;；"):
         return value[opening + 1:close].strip()
     return value
@@ -385,7 +534,15 @@ def _span_answer(value: str) -> str:
         return inner
     if (m := SPAN_END.search(value)) is not None:
         value = value[:m.start()]
-    return value.strip().strip("*\"'“”‘’「」").rstrip("。.").strip()
+    return _unadorned(value).strip("*\"'“”‘’「」").rstrip("。.").strip()
+
+
+def _unadorned(value: str) -> str:
+    """A stated answer without an adverb before it (`the answer is still B`, `indeed the Swiss Alps`)."""
+    return ADVERB.sub("", value.strip())
+
+
+ADVERB = re.compile(r"^(?:indeed|still|really|definitely|certainly|clearly|simply)\s+", _I)
 
 
 def _field_answer(value: str) -> str:
@@ -397,9 +554,10 @@ def _label(line: str, options: list[str]) -> str | None:
     """The option a line names on its own: its text, or its letter alone or with its own text."""
     text = unicodedata.normalize("NFKC", line).strip()
     folds = _folds(tuple(options))
-    if len(text) > 200 or not fold(text):
+    folded = fold(text) if len(text) <= 200 else ""
+    if not folded:
         return None
-    exact = [i for i, f in enumerate(folds) if f == fold(text)]
+    exact = [i for i, f in enumerate(folds) if f == folded]
     if len(exact) == 1:
         return LABELS[exact[0]]
     m = LETTER_PREFIX.fullmatch(text)
@@ -447,20 +605,25 @@ def _in_parentheses(line: str, at: int) -> bool:
     return opened >= 0 and opened > max(before.rfind(")"), before.rfind("）"))
 
 
-def _line_hits(found: _Found, lines: list[str], raw: list[str], i: int, offset: int, task: str) -> list[int]:
+def _line_hits(found: _Found, lines: list[str], raw: list[str], i: int, offset: int, task: str,
+               options: list[str] | None = None) -> list[int]:
     """Record the statements and quotes of line i (at `offset` in the reply); return the lines a heading used."""
     line, used = lines[i], list[int]()
     hits = _hits(line, task)
+    quoted = []  # evidence values and an answer's own words: what they hold takes back nothing (`the wrong train`)
     for n, (kind, m) in enumerate(hits):
         end = hits[n + 1][1].start() if n + 1 < len(hits) else len(line)
         groups = m.groupdict()
-        value = groups.get("letter") or _latex(groups.get("boxed") or "") or line[m.end():end].rstrip(" |【[（(")
+        value = groups.get("letter") or _latex(groups.get("boxed") or "") or line[m.end():end].rstrip(" |【[（(—–")
+        quoted.append((m.end(), end if kind == "evidence" else _own_end(line, m.end(), end, options)))
         if kind == "evidence" and _in_parentheses(line, m.start()):
             value = re.sub(r"[)）][\s。.]*$", "", value.rstrip())
         if kind == "answer" and n + 1 < len(hits) and hits[n + 1][0] == "answer" \
                 and EN_LEAD.fullmatch(value.strip(" :：")) is not None:
             continue  # `Final Answer: The final answer is C`: the next keyword states it
-        if not value.strip(" :：") and n == len(hits) - 1:  # a label with its value under it
+        if n == len(hits) - 1 and BLOCK_SCALAR.fullmatch(line[m.end():].strip()):  # YAML: `evidence: >-` over its lines
+            value, used = _block_scalar(raw, i)
+        elif not value.strip(" :：") and n == len(hits) - 1:  # a label with its value under it
             value, used = _following(lines, raw, i, kind == "evidence", task)
         if kind == "answer":
             found.statements.append(Statement(offset + m.start(), value, None, "text"))
@@ -473,7 +636,42 @@ def _line_hits(found: _Found, lines: list[str], raw: list[str], i: int, offset: 
             found.quotes.append((offset, value))
         elif value:
             found.statements.append(Statement(offset, value, None, "text"))
+    _self_corrections(found, line, offset, task, quoted)
     return used
+
+
+# A YAML block scalar's indicator (`|`, `|-`, `>`, `>-`, `>+`, `|2`), a comment allowed after it
+BLOCK_SCALAR = re.compile(r"[|>](?:[+-]?[1-9]?|[1-9][+-])(?:\s++#.*)?")
+
+
+LEADING_LABEL = re.compile(r"[\s:：]*+[(（\[]?[A-HＡ-Ｈa-h](?![A-Za-z])[)）\]]?[.．、:：]?\s*+")
+
+
+def _own_end(line: str, start: int, end: int, options: list[str] | None) -> int:
+    """Where the words of an answer stated at `start` end: an option letter with the option's own text after
+    it (`A. Never make mistakes`), else at the sentence's end, a clause that goes on (`, though …`, `, because
+    …`) or a note in parentheses, whichever comes first before `end`."""
+    label = LEADING_LABEL.match(line, start, end)
+    if options is not None and label is not None:
+        rest = line[label.end():end].lower()
+        own = [len(o.strip()) for o in options if o.strip() and rest.startswith(o.strip().lower())]
+        return label.end() + max(own, default=0)
+    found = SPAN_END.search(line, start, end)
+    stop = found.start() if found else end
+    return min((i for i in (line.find("(", start, stop), line.find("（", start, stop)) if i >= 0), default=stop)
+
+
+def _block_scalar(raw: list[str], i: int) -> tuple[str, list[int]]:
+    """The value of a YAML block scalar opened on line i: the lines below indented deeper than line i (blank
+    lines among them kept out), joined by spaces; and those lines."""
+    indent = len(raw[i]) - len(raw[i].lstrip())
+    used = []
+    for j in range(i + 1, len(raw)):
+        if raw[j].strip():
+            if len(raw[j]) - len(raw[j].lstrip()) <= indent:
+                break
+            used.append(j)
+    return " ".join(MARKDOWN.sub("", raw[j]).strip() for j in used), used
 
 
 @functools.lru_cache(maxsize=1024)
@@ -526,7 +724,7 @@ def _from_lines(text: str, task: str, options: list[str] | None) -> _Found:
         else:
             header = None
         if line and i not in used and not table:
-            used.update(_line_hits(found, lines, raw, i, offset, task))
+            used.update(_line_hits(found, lines, raw, i, offset, task, options))
             marks = None  # built at the first quotation the line introduces
             for m in PROSE_QUOTE.finditer(line):
                 marks = marks or Quotations(line)
@@ -564,7 +762,7 @@ def _answer_of(statement: Statement, options: list[str] | None) -> tuple[str | N
     if source != "text" and (said := _restated(value, "span" if options is None else "choice")) is not None:
         value, source = said, "text"
     if options is not None:
-        return letter_of(_without_note(value).lstrip(" :：") if source == "text" else value, options)
+        return letter_of(_unadorned(_without_note(value).lstrip(" :：")) if source == "text" else value, options)
     answer = {"text": _span_answer, "field": _field_answer}.get(source, str.strip)(value)
     if not answer or PLACEHOLDER.fullmatch(answer):
         return None, "empty answer"
@@ -623,24 +821,112 @@ def _read(text: str, options: list[str] | None) -> tuple[_Found, set[int], list[
         if evidence is not None:
             found.quotes.append((obj.start, evidence))
     text = _masked(text, spans)
+    if is_html(text):
+        text = html_text(text)
     text = _masked(text, _tagged(text, found))
     lines = _from_lines(text, "span" if options is None else "choice", options)
     found.statements += lines.statements
     found.quotes += lines.quotes
     found.weak_quotes, found.labels = lines.weak_quotes, lines.labels
+    found.retractions, found.corrections = lines.retractions, lines.corrections
     return found, repaired, result.notes
 
 
-def parse_reply(reply: str | None, options: list[str] | None = None) -> Parsed:
-    """Answer and evidence of one reply; `options` (choice questions) turns the answer into a letter."""
+def _committed(found: _Found) -> list[Statement]:
+    """The answers stated, with each correction that follows a retraction of an earlier answer (`Answer: A …
+    wait, actually C`); a correction with nothing before it to correct states nothing."""
+    first = min((s.position for s in found.statements), default=None)
+    if first is None:
+        return []
+    marks = [at for at, _ in found.retractions if at > first]
+    return found.statements + [c for c in found.corrections if marks and marks[0] <= c.position]
+
+
+def _final_after_reasoning(tail: str, task: str) -> str:
+    """The final statement after reasoning left open, or "": a complete JSON object holding an answer, or lines
+    of labelled statements (`Answer: …`, `答案：…`, `证据：…`, a heading over its value), that end the reply on
+    lines of their own after the reasoning. Only the last FINAL_WINDOW characters are looked at."""
+    window = tail[-FINAL_WINDOW:]
+    if len(window) < len(tail):
+        window = window[window.find("\n") + 1:] if "\n" in window else ""
+    return _final_json(window) or _final_lines(window, task)
+
+
+def _final_json(window: str) -> str:
+    """A JSON object (fenced or not) holding an answer, on lines of its own at the end of `window`, after text."""
+    body = window.rstrip()
+    body = body[:-3].rstrip() if body.endswith("```") else body
+    objects = scan(body).objects if body.endswith("}") else []
+    if not objects or objects[-1].end != len(body) or not _json_statements(objects[-1].value, 0)[0]:
+        return ""
+    start = body.rfind("\n", 0, objects[-1].start) + 1
+    if body[start:objects[-1].start].strip():
+        return ""
+    fence = body.rfind("\n", 0, max(start - 1, 0)) + 1
+    if body[fence:start].strip().startswith("```"):
+        start = fence
+    return window[start:] if body[:start].strip() else ""
+
+
+def _statement_line(raw: list[str], lines: list[str], i: int, task: str) -> str | None:
+    """What line i is at the end of reasoning left open: "answer" (it states one at its start), "label" (any
+    other labelled line, or what follows a label: a value, list item, block quote, fence or blank), or None
+    (prose)."""
+    line = lines[i]
+    hits = _hits(line, task) if line else []
+    if hits and hits[0][0] == "answer" and ANSWER_LINE_LEAD.fullmatch(line[:hits[0][1].start()]) \
+            or HEADING.fullmatch(_heading(line)):
+        return "answer"
+    above = next((lines[k] for k in range(i - 1, -1, -1) if lines[k]), "")
+    if not line or hits and hits[0][1].start() == 0 or EVIDENCE_HEADING.fullmatch(_heading(line)) \
+            or GENERIC_LABEL.match(line) or is_list_item(raw[i]) or raw[i].lstrip()[:3] in ("```", "---", "***") \
+            or raw[i].lstrip().startswith(">") or raw[i][:1] in " \t" or above.endswith((":", "：")) \
+            or HEADING.fullmatch(_heading(above)) or EVIDENCE_HEADING.fullmatch(_heading(above)):
+        return "label"
+    return None
+
+
+def _final_lines(window: str, task: str) -> str:
+    """Statement lines that end `window`, holding an answer, from their first answer or evidence label on;
+    reasoning must come before them (a block holding nothing but a statement states nothing after reasoning)."""
+    raw = window.split("\n")
+    lines = [_clean(line) for line in raw]
+    first, answer = len(raw), False
+    for i in range(len(raw) - 1, -1, -1):
+        kind = _statement_line(raw, lines, i, task)
+        if kind is None:
+            break
+        answer = answer or kind == "answer"
+        if lines[i] and (kind == "answer" or _hits(lines[i], task) or EVIDENCE_HEADING.fullmatch(_heading(lines[i]))):
+            first = i
+    reasoned = any(line.strip() for line in raw[:first])
+    return "\n".join(raw[first:]) if answer and reasoned else ""
+
+
+def parse_reply(reply: str | None, options: list[str] | None = None, *, citing: bool = False) -> Parsed:
+    """Answer and evidence of one reply; `options` (choice questions) turns the answer into a letter. With
+    `citing` (the reply cites sentences by number) a leading `(3)` of an evidence item is kept as a citation."""
+    token = _CITING.set(citing)
+    try:
+        return _parse(reply, options)
+    finally:
+        _CITING.reset(token)
+
+
+def _parse(reply: str | None, options: list[str] | None) -> Parsed:
+    """parse_reply's reading."""
     if not reply or not reply.strip():
         return Parsed("", "", "failed", "empty reply")
-    text = strip_reasoning(reply)
+    text, tail = split_reasoning(reply)
+    final_statement = _final_after_reasoning(tail, "span" if options is None else "choice") if tail else ""
+    if final_statement:
+        text = f"{text}\n\n{final_statement}".strip()
     if not text:
         return Parsed("", "", "failed", "nothing outside the reasoning block (the reply ended while reasoning)")
     found, repaired, notes = _read(text, options)
-    usable, why = _usable(found.statements, options)
-    notes = list(dict.fromkeys(notes))
+    usable, why = _usable(_committed(found), options)
+    notes = list(dict.fromkeys(notes)) + (["the final statement after reasoning left open is read"]
+                                          if final_statement else [])
     if not usable and found.labels and not found.statements:
         letters = list(dict.fromkeys(letter for _, letter in found.labels))
         if len(letters) == 1:
@@ -648,9 +934,19 @@ def parse_reply(reply: str | None, options: list[str] | None = None) -> Parsed:
             notes.append("the answer is an option named on a line of its own")
         else:
             why = f"lines name options {', '.join(letters)} and no answer is stated"
+    taken_back = [word for at, word in found.retractions if usable and at > usable[-1][0].position]
+    if taken_back:
+        why = f"answer {usable[-1][1][:40]!r} taken back ({taken_back[0]!r}) and no answer stated after it"
+        usable = []
     if not usable:
         why = why or "no JSON object with an answer, no answer statement (`Answer:`, `答案：`, `选C`)"
         return Parsed("", _evidence(None, found), "failed", "; ".join([why, *notes]))
+    return _outcome(usable, found, repaired, notes, options)
+
+
+def _outcome(usable: list[tuple[Statement, str]], found: _Found, repaired: set[int], notes: list[str],
+             options: list[str] | None) -> Parsed:
+    """The final answer of a reply that states one, its evidence, its status and the notes on how it was read."""
     final, answer = usable[-1]
     stated = list(dict.fromkeys(a if options is not None else fold(a) for _, a in usable))
     if len(stated) > 1:

@@ -335,6 +335,59 @@ STYLES += [  # issue 30: tags, reasoning left open, tables, evidence lists, fram
 ]
 
 
+STYLES += [  # issue 38: self-corrections, reasoning left open before a final statement, YAML block scalars, HTML
+    # English span
+    ("span-en-actually-no-should-be", "span-en", "Answer: <WANS>\nActually, no — it should be <ANS>.\nEvidence: <EVI>",
+     "revised"),
+    ("span-en-on-second-thought-none", "span-en", "The answer is <WANS>.\n\nOn second thought, I'm not sure about that.",
+     "none"),
+    ("span-en-wait-noun-in-note", "span-en", 'Answer: <ANS>\nEvidence: "<EVI>"\nNote: nothing here is about a long wait.',
+     ""),
+    ("span-en-think-open-final-json", "span-en",
+     '<think>\nThe question asks where. I should find the sentence first.\n\n{"answer": "<ANS>", "evidence": "<EVI>"}', ""),
+    ("span-en-think-open-draft-json", "span-en",
+     '<think>\nA draft: {"answer": "<WANS>"}. Hmm, let me keep checking the passage', "none"),
+    ("span-en-think-open-final-heading", "span-en",
+     "<think>\nIt is not <WANS>; the passage says otherwise.\n\n### Answer\n<ANS>\n\n### Evidence\n<EVI>", ""),
+    ("span-en-yaml-folded", "span-en", "answer: <ANS>\nevidence: >-\n  <EVI>\n  <EVI2>", ""),
+    ("span-en-yaml-answer-block", "span-en", 'answer: >-\n  <ANS>\nevidence: "<EVI>"', ""),
+    ("span-en-html", "span-en", "<p><b>Answer:</b> <ANS></p>\n<p><b>Evidence:</b> <i><EVI></i></p>", ""),
+    ("span-en-html-table", "span-en",
+     "<table><thead><tr><th>Answer</th><th>Evidence</th></tr></thead><tbody><tr><td><ANS></td><td><EVI></td></tr>"
+     "</tbody></table>", ""),
+    # Chinese span
+    ("span-zh-dengyixia-yinggaishi", "span-zh", "答案：<WANS>。等一下，应该是<ANS>。\n证据：<EVI>", "revised"),
+    ("span-zh-buddui-none", "span-zh", "答案：<WANS>\n不对，我再想想。", "none"),
+    ("span-zh-think-open-final-lines", "span-zh", "<think>\n先找到相关的句子……\n\n答案：<ANS>\n证据：<EVI>", ""),
+    ("span-zh-yaml-literal-fenced", "span-zh", "```yaml\n答案: <ANS>\n证据: |\n  <EVI>\n```", ""),
+    ("span-zh-html-strong", "span-zh", "<p><strong>答案：</strong><ANS></p><p><strong>证据：</strong>“<EVI>”</p>", ""),
+    ("span-zh-dengdeng-etc", "span-zh", "答案：<ANS>\n证据：<EVI>\n解析：原文还提到了别的地名等等。", ""),
+    # English multiple choice
+    ("choice-en-wait-actually", "choice-en", "Answer: <WLET> … wait, actually <LET>", "revised"),
+    ("choice-en-retracted-wrong", "choice-en", "Answer: <WLET>\nWait, that's wrong.", "none"),
+    ("choice-en-scratch-that", "choice-en",
+     'I\'d pick <WLET>. Scratch that — the passage says "<EVI>", so it should be <LET>.', "revised"),
+    ("choice-en-hold-on-confirms", "choice-en",
+     "Answer: <LET>\nHold on, let me re-read... Yes, the answer is <LET>.\nEvidence: <EVI>", ""),
+    ("choice-en-among-options", "choice-en", "Among options A, B, C and D, the correct one is <LET>.", ""),
+    ("choice-en-correct-one-would-be", "choice-en", "The correct one would be <LET>.", ""),
+    ("choice-en-think-open-fenced-json", "choice-en",
+     '<think>\nCheck each option against the passage.\n```json\n{"answer": "<LET>", "evidence": "<EVI>"}\n```', ""),
+    ("choice-en-yaml-strip", "choice-en", "answer: <LET>\nevidence: |-\n  <EVI>", ""),
+    ("choice-en-html-list", "choice-en",
+     "<ul>\n<li><strong>Answer:</strong> <LET></li>\n<li><strong>Evidence:</strong> &ldquo;<EVI>&rdquo;</li>\n</ul>", ""),
+    ("choice-en-html-headings-blockquote", "choice-en",
+     "<h2>Answer</h2><p><LET></p><h2>Evidence</h2><blockquote><p><EVI></p></blockquote>", ""),
+    # Chinese multiple choice
+    ("choice-zh-dengdeng-yinggaishi", "choice-zh", "答案：<WLET>。等等，再看一遍原文，应该是<LET>。", "revised"),
+    ("choice-zh-cuole-none", "choice-zh", "答案：<WLET>\n哦不，错了。", "none"),
+    ("choice-zh-think-open-final-lines", "choice-zh", "<think>\n逐一排除选项……\n答案：<LET>\n证据：<EVI>", ""),
+    ("choice-zh-think-open-final-then-doubt", "choice-zh", "<think>\n先看原文。\n\n答案：<WLET>\n\n等等，再想想", "none"),
+    ("choice-zh-yaml-folded-keep", "choice-zh", "answer: <LET>\nevidence: >+\n  <EVI>\n", ""),
+    ("choice-zh-html-strong", "choice-zh", "<p><strong>答案：</strong><LET></p>\n<p><strong>证据：</strong><EVI></p>", ""),
+    ("choice-zh-analysis-budui-after", "choice-zh", "答案：<LET>\n解析：<WLET>项不对，原文没有提到。", ""),
+]
+
 # Passages whose evidence sentence holds a quotation of its own in the same marks (`“…“诚”字…”`), as Chinese
 # text often does: a style flagged "inner-quote" takes its item from here.
 INNER_QUOTED = {
@@ -403,10 +456,11 @@ def _fill(template: str, item: Item) -> str:
 
 def case(style: tuple[str, str, str, str], item: Item) -> Case:
     """The reply a style gives for one item, and the answer and evidence it states (flag "none": no answer
-    outside the reasoning; a template with <EVI2> quotes two sentences, read as one evidence joined by a space)."""
+    outside the reasoning; "reasoned": the evidence is quoted inside the reasoning only, so none is stated; a
+    template with <EVI2> quotes two sentences, read as one evidence joined by a space)."""
     name, kind, template, flags = style
     evidence = None
-    if "<EVI>" in template and "none" not in flags.split():
+    if "<EVI>" in template and not {"none", "reasoned"} & set(flags.split()):
         evidence = f"{item.evidence} {item.evidence2}" if "<EVI2>" in template else item.evidence
     answer = "" if "none" in flags.split() else item.answer
     return Case(name, kind, item, _fill(template, item), answer, evidence, "revised" in flags.split())
@@ -432,3 +486,12 @@ def same_quote(read: str, stated: str) -> bool:
         text = re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
         return text.strip("\"'“”‘’「」*> ").rstrip("。.").strip()
     return bare(read) == bare(stated)
+
+
+def misread(answer: str, evidence: str, status: str, case: Case) -> bool:
+    """Whether a reply was read to another answer or quote than it states without being refused (status
+    `failed`): an answer other than its own (any answer where it states none), or a quote other than its own."""
+    if status == "failed":
+        return False
+    wrong_quote = case.evidence is not None and evidence.strip() and not same_quote(evidence, case.evidence)
+    return answer != case.answer or bool(wrong_quote)

@@ -36,6 +36,13 @@ def one_error_line(capsys) -> str:
     ("第2至3句", (2, 3)), ("句子3", (3,)), ("句子3和句子4", (3, 4)), ("3", (3,)), ("3, 4", (3, 4)), ("3 4", (3, 4)),
     ("2 and 3", (2, 3)), ("(2), (3)", (2, 3)), ("3、4", (3, 4)), ("[3] S4", (3, 4)), ("[4][3][4]", (3, 4)),
     ("[3] It reaches the North Sea near Rotterdam.", (3,)), ("Sentence 2: It flows north.", (2,)),
+    # issue 38: numbers in parentheses, lists of them, ranges in every dress, Chinese numerals
+    ("(3)", (3,)), ("（3）", (3,)), ("(2), (3)", (2, 3)), ("（3）、（5）", (3, 5)), ("(3)(4)", (3, 4)), ("(3-5)", (3, 4, 5)),
+    ("(3) It reaches the North Sea near Rotterdam. (5) It ends.", (3, 5)), ("Sentences (3) and (4)", (3, 4)),
+    ("3-5", (3, 4, 5)), ("3–5", (3, 4, 5)), ("S3–S5", (3, 4, 5)), ("S3 to S5", (3, 4, 5)), ("[3]-[5]", (3, 4, 5)),
+    ("sentences 3 through 5", (3, 4, 5)), ("Sentences 3 thru 4", (3, 4)), ("from sentence 3 to sentence 5", (3, 4, 5)),
+    ("第3至5句", (3, 4, 5)), ("第三至五句", (3, 4, 5)), ("第三句到第五句", (3, 4, 5)), ("第3句至第5句", (3, 4, 5)),
+    ("第3~5句", (3, 4, 5)), ("第三、第五句", (3, 5)), ("第二句", (2,)), ("第五句话", (5,)),
 ])
 def test_the_citations_models_write_are_read(text, cited):
     citation = read_citations(text, 5)
@@ -52,11 +59,65 @@ def test_text_without_a_citation_cites_nothing(text):
     ("[0]", ("0",)), ("[999]", ("999",)), ("[-1]", ("-1",)), ("[3.5]", ("3.5",)), ("[6]", ("6",)),
     ("[4-9]", ("4-9",)), ("[5-3]", ("5-3",)), ("[1-1000000000]", ("1-1000000000",)), ("1990", ("1990",)),
     ("[" + "9" * 5000 + "]", ("9" * 24 + "…",)), ("第零句", ("零",)),
+    ("(9)", ("9",)), ("（0）", ("0",)), ("sentences 4 through 9", ("4 through 9",)), ("第三至第九句", ("三至第九",)),
+    ("第十二句", ("十二",)), ("S4–S6", ("4–S6",)),
 ])
 def test_a_number_that_names_no_sentence_is_unverified_and_counted(text, invalid):
     citation = read_citations(text, 5)
     assert (citation.cited, citation.invalid, citation.invalid_count, citation.status) == ((), invalid, 1,
                                                                                            "unverified")
+
+
+@pytest.mark.parametrize("text", ["It was founded (1990) in Paris.", "It is 3 km long (about 2 miles).",
+                                  "他说了三句话。"])
+def test_a_number_in_parentheses_inside_a_sentence_cites_nothing(text):
+    assert read_citations(text, 5) == Citation()
+
+
+@pytest.mark.parametrize(("subset", "reply", "cited"), [
+    ("squad", '{"answer": "near Rotterdam", "evidence": "(3)"}', (3,)),
+    ("squad", '{"answer": "near Rotterdam", "evidence": "（3）"}', (3,)),
+    ("squad", '{"answer": "near Rotterdam", "evidence": "(2), (3)"}', (2, 3)),
+    ("squad", '{"answer": "near Rotterdam", "evidence": ["(2)", "(3)"]}', (2, 3)),
+    ("squad", '{"answer": "near Rotterdam", "evidence": "(3) It reaches the North Sea near Rotterdam."}', (3,)),
+    ("squad", "Answer: near Rotterdam\nEvidence:\n(2) It flows north.\n(3) It reaches the North Sea.", (2, 3)),
+    ("squad", "Answer: near Rotterdam (3)\nEvidence: sentences 2 through 3", (2, 3)),
+    ("squad", '{"answer": "near Rotterdam", "evidence": "S2–S3"}', (2, 3)),
+    ("squad", '{"answer": "near Rotterdam", "evidence": "3、2"}', (2, 3)),
+    ("cmrc2018", "答案：上海\n证据：（2）、（3）", (2, 3)),
+    ("cmrc2018", "答案：上海\n证据：第二句", (2,)),
+    ("cmrc2018", "答案：上海\n证据：第2至3句", (2, 3)),
+    ("c3", '{"答案": "C", "证据": "（3）"}', (3,)),
+])
+def test_every_citation_form_is_read_through_the_parser(tmp_path, subset, reply, cited):
+    question = load_dataset(write_dataset(tmp_path, subset)).questions[0]
+    options = getattr(question, "options", None)
+    parsed, citation = cite(parse_reply(reply, options), reply, question)
+    assert (citation.cited, citation.status, citation.source) == (cited, "exact", "evidence")
+    assert parsed.answer == ("C" if options else "上海" if subset == "cmrc2018" else "near Rotterdam")
+    sentences = passage_sentences(passage_of(question))
+    assert parsed.evidence.replace(" ", "") == "".join(sentences[n - 1].text for n in cited).replace(" ", "")
+
+
+@pytest.mark.parametrize(("reply", "cited", "invalid"), [
+    ('{"answer": "near Rotterdam", "evidence": "(9)"}', (), ("9",)),
+    ('{"answer": "near Rotterdam", "evidence": "(2), (9)"}', (2,), ("9",)),
+    ('{"answer": "near Rotterdam", "evidence": "(0) It begins."}', (), ("0",)),
+    ('{"answer": "near Rotterdam", "evidence": "sentences 2 through 7"}', (), ("2 through 7",)),
+    ("Answer: near Rotterdam\nEvidence: 第三至第五句", (), ("三至第五",)),
+])
+def test_a_cited_number_out_of_range_stays_unverified_in_every_form(tmp_path, reply, cited, invalid):
+    question = load_dataset(write_dataset(tmp_path, "squad")).questions[0]
+    _, citation = cite(parse_reply(reply), reply, question)
+    assert (citation.cited, citation.invalid, citation.status) == (cited, invalid, "unverified")
+
+
+def test_a_span_answer_loses_a_citation_in_parentheses(tmp_path):
+    question = load_dataset(write_dataset(tmp_path, "squad")).questions[0]
+    for answer in ("near Rotterdam (3)", "near Rotterdam (2), (3).", "near Rotterdam（3）"):
+        parsed, _ = cite(Parsed(answer, "[3]", "text"), None, question)
+        assert parsed.answer == "near Rotterdam"
+    assert strip_citations("41 years (from 1889)") == "41 years (from 1889)" and strip_citations("(3)") == "(3)"
 
 
 def test_a_citation_naming_one_sentence_and_one_number_too_many_keeps_the_sentence_and_is_unverified():

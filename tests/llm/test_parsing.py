@@ -408,3 +408,189 @@ def test_a_sign_is_part_of_the_quote_and_a_bullet_needs_its_space(reply, evidenc
     """A minus or plus sign before a number is the quote's own text (a fact), not a list bullet; a bullet is a
     marker followed by a space, as markdown writes it."""
     assert parse_reply(reply, ["A", "B", "C", "D"]).evidence == evidence
+
+
+# Issue 38: a reply is read right or refused, never misread.
+
+@pytest.mark.parametrize(("reply", "options", "answer"), [
+    ("Answer: A … wait, actually C", OPTIONS_RAIN, "C"),
+    ("答案：A。等等，再看一遍原文，应该是D。", OPTIONS_ZH, "D"),
+    ("Answer: B. Hmm, wait — make that C.", OPTIONS_RAIN, "C"),
+    ("I'd pick A. Scratch that, it should be B.", OPTIONS_RAIN, "B"),
+    ("The answer is the Swiss Alps — sorry, I mean near Rotterdam.", None, "near Rotterdam"),
+    ("答案：青藏高原。等一下，应该是上海。", None, "上海"),
+    ("Answer: the Swiss Alps. No wait, it's near Rotterdam.", None, "near Rotterdam"),
+    ("Answer: the Swiss Alps\n\nHmm, no — the answer is near Rotterdam.", None, "near Rotterdam"),
+    ("Answer: A\nCorrection: B", OPTIONS_RAIN, "B"),
+    ("答案：C\n不好意思，看错了，应该是B。", OPTIONS_ZH, "B"),
+    ("The answer is A, or rather, B.", OPTIONS_RAIN, "B"),
+    ("答案是青藏高原，或者说，应该是上海。", None, "上海"),
+    ("答案：D\n嗯，其实是C。", OPTIONS_ZH, "C"),
+    ("答案：青藏高原\n\n等等，不是，是上海。", None, "上海"),
+    ("Answer: the Swiss Alps\n\nWait, no. It's near Rotterdam.", None, "near Rotterdam"),
+])
+def test_a_self_correction_takes_the_answer_committed_last(reply, options, answer):
+    parsed = parse_reply(reply, options)
+    assert (parsed.answer, parsed.status) == (answer, "revised")
+    assert "the last is taken" in parsed.note
+
+
+@pytest.mark.parametrize(("reply", "options"), [
+    ("Answer: A\nWait, that's wrong.", OPTIONS_RAIN),
+    ("答案：A。等等，好像不对。", OPTIONS_ZH),
+    ("Answer: near Rotterdam\n\nHmm, let me re-read the passage.", None),
+    ('{"answer": "B", "evidence": "It began to rain."}\n\nOops, I should double-check that.', OPTIONS_RAIN),
+    ("B\n\nWait, no.", OPTIONS_RAIN),  # an option named on its own line, then taken back
+    ("Answer: near Rotterdam\nWait, actually it's mentioned in the third sentence.", None),  # prose is no answer
+    ("答案：上海\n不对，应该是因为原文第二句说的。", None),
+    ("我选C，但我不太确定。", OPTIONS_ZH),
+    ("Answer: A. Wait, that's wrong.", OPTIONS_RAIN),
+    ("我的答案是上海。不过我没有把握。", None),
+    ("Answer: B\nBut I'm not entirely sure.", OPTIONS_RAIN),
+    ("Answer: near Rotterdam\n\nI have doubts about this answer.", None),  # a doubt in any words
+    ("The answer is B, though that is probably wrong.", OPTIONS_RAIN),
+    ("Answer: B (uncertain)", OPTIONS_RAIN),
+    ("答案：C\n\n我对这个答案有些怀疑。", OPTIONS_ZH),
+    ("答案是C，不过这大概是错的。", OPTIONS_ZH),
+    ("答案是上海。嗯……感觉不太对。", None),
+])
+def test_an_answer_taken_back_with_none_after_it_is_refused_with_the_reason(reply, options):
+    parsed = parse_reply(reply, options)
+    assert (parsed.answer, parsed.status) == ("", "failed")
+    assert "taken back" in parsed.note and "no answer stated after it" in parsed.note
+
+
+@pytest.mark.parametrize(("reply", "options", "answer"), [
+    ('Answer: B\nEvidence: "Wait, it began to rain."', OPTIONS_RAIN, "B"),  # inside the quote
+    ("Answer: B\nThe passage says: \"Hold on, it began to rain.\"", OPTIONS_RAIN, "B"),
+    ("答案：C\n解析：原文提到了跑步、吃早饭等等。", OPTIONS_ZH, "C"),  # 等等 meaning "and so on"
+    ("Answer: B\nOption A is wrong, the wait was not long.", OPTIONS_RAIN, "B"),
+    ("Answer: B\nIt's a short passage about rain.", OPTIONS_RAIN, "B"),  # no retraction: `It's a` corrects nothing
+    ("Wait, let me read the passage again. The answer is B.", OPTIONS_RAIN, "B"),  # before any answer
+    ("Answer: B\nHold on, let me re-check. Yes, B is correct.", OPTIONS_RAIN, "B"),
+    ("答案：上海\n等等，再核对一下……没错，答案还是上海。", None, "上海"),
+    ("Answer: B\nHmm, let me reconsider. No, B is still the best answer.", OPTIONS_RAIN, "B"),
+    ("答案：C\n解析：原文中对A项的描述不确定。", OPTIONS_ZH, "C"),  # a doubt about an option, not the answer
+    ("Answer: B\n\nThe other options are wrong because the passage never mentions them.", OPTIONS_RAIN, "B"),
+    ("Answer: B\n\nOption A is incorrect: the passage does not say so.", OPTIONS_RAIN, "B"),
+    ("答案：C\n\n其他选项都是错误的，原文没有提到。", OPTIONS_ZH, "C"),
+    ("Answer: B\n\nLet me double-check... the answer is still B.", OPTIONS_RAIN, "B"),
+    ("答案：C（确认无误）", OPTIONS_ZH, "C"),
+    ("Answer: the wrong train\nEvidence: He took the wrong train.", None, "the wrong train"),  # the answer's own words
+    ("答案：误会\n证据：这是一场误会。", None, "误会"),
+    ("Answer: A. Never make mistakes.", ["Never make mistakes", "Always be late", "Run home", "Buy bread"], "A"),
+])
+def test_a_retraction_that_takes_nothing_back_changes_nothing(reply, options, answer):
+    parsed = parse_reply(reply, options)
+    assert (parsed.answer, parsed.status) == (answer, "text"), parsed
+
+
+@pytest.mark.parametrize(("reply", "options", "answer", "evidence"), [
+    ('<think>\nLet me check the passage.\n\n{"answer": "B", "evidence": "It began to rain."}', OPTIONS_RAIN, "B",
+     "It began to rain."),
+    ('<think>\nCheck each option.\n```json\n{"answer": "B"}\n```\n', OPTIONS_RAIN, "B", ""),
+    ("<think>\n先看原文。\n\n答案：上海\n证据：最终在上海注入东海。", None, "上海", "最终在上海注入东海。"),
+    ("<think>\n逐一排除。\n答案：B\n证据：\n1. It began to rain.", OPTIONS_RAIN, "B", "It began to rain."),
+    ("<think>\nReasoning.\n\n**Final Answer**\n\\boxed{B}", OPTIONS_RAIN, "B", ""),
+    ("<think>\nReasoning.\n\nAnswer: B\nExplanation: it rained.", OPTIONS_RAIN, "B", ""),
+    ("<think>\n分析：选项C与原文不符。\n\n答案：B\n依据：It began to rain.", OPTIONS_RAIN, "B", "It began to rain."),
+    ("<think>\n根据原文，应该是上海。\n\n最终答案：上海\n原文依据：最终在上海注入东海。", None, "上海", "最终在上海注入东海。"),
+])
+def test_the_final_statement_after_reasoning_left_open_is_read(reply, options, answer, evidence):
+    parsed = parse_reply(reply, options)
+    assert (parsed.answer, parsed.evidence) == (answer, evidence)
+    assert "the final statement after reasoning left open is read" in parsed.note
+
+
+@pytest.mark.parametrize(("reply", "options"), [
+    ('<think>\nA draft {"answer": "B"} and more thinking', OPTIONS_RAIN),  # JSON inside prose
+    ("<think>\nAnswer: B\nBut the passage also says he was late, so maybe A", OPTIONS_RAIN),  # prose after it
+    ("<think>\nReasoning.\n\nAnswer: B\n\nWait, is that right?", OPTIONS_RAIN),
+    ('<think>\n{"answer": "B"}', OPTIONS_RAIN),  # no reasoning before it: nothing is stated after reasoning
+    ("<think>\n" + "Answer: B\n" * 5_000, OPTIONS_RAIN),
+])
+def test_reasoning_left_open_without_a_final_statement_gives_no_answer(reply, options):
+    assert (parse_reply(reply, options).answer, parse_reply(reply, options).status) == ("", "failed")
+
+
+@pytest.mark.parametrize("indicator", [">-", ">", ">+", "|", "|-", "|2", ">-  # folded"])
+def test_a_yaml_block_scalar_is_the_lines_under_it(indicator):
+    reply = f"answer: near Rotterdam\nevidence: {indicator}\n  It reaches the North Sea\n  near Rotterdam.\nnote: done"
+    parsed = parse_reply(reply)
+    assert (parsed.answer, parsed.evidence) == ("near Rotterdam", "It reaches the North Sea near Rotterdam.")
+    assert parse_reply("```yaml\nanswer: |-\n  B\nevidence: >\n  It began\n  to rain.\n```", OPTIONS_RAIN).evidence \
+        == "It began to rain."
+
+
+@pytest.mark.parametrize(("reply", "options", "answer", "evidence"), [
+    ("<p><strong>答案：</strong>C</p><p><strong>证据：</strong>吃完早饭后，他骑自行车去学校。</p>", OPTIONS_ZH, "C",
+     "吃完早饭后，他骑自行车去学校。"),
+    ("<p><strong>Answer:</strong> near <em>Rotterdam</em></p>\n<p><strong>Evidence:</strong> &quot;It reaches the "
+     "North Sea &amp; more.&quot;</p>", None, "near Rotterdam", "It reaches the North Sea & more."),
+    ("<table><tr><th>Answer</th><th>Evidence</th></tr><tr><td>B</td><td>It began to rain.</td></tr></table>",
+     OPTIONS_RAIN, "B", "It began to rain."),
+    ("<table>\n<tr><td>答案</td><td>C</td></tr>\n<tr><td>证据</td><td>他骑自行车去学校。</td></tr>\n</table>", OPTIONS_ZH,
+     "C", "他骑自行车去学校。"),
+    ("<h3>Answer</h3><p>B</p><h3>Evidence</h3><blockquote>It began to rain.</blockquote>", OPTIONS_RAIN, "B",
+     "It began to rain."),
+    ("<ul><li>Answer: B</li><li>Evidence: It began to rain.</li></ul>", OPTIONS_RAIN, "B", "It began to rain."),
+    ('{"answer": "B", "evidence": "It began to <b>rain</b>."}', OPTIONS_RAIN, "B", "It began to <b>rain</b>."),
+])
+def test_html_replies_are_read_as_the_text_they_show(reply, options, answer, evidence):
+    """Tags are dropped or made line breaks, entities decoded; a JSON string is the model's own text, kept."""
+    parsed = parse_reply(reply, options)
+    assert (parsed.answer, parsed.evidence) == (answer, evidence)
+
+
+@pytest.mark.parametrize(("reply", "options", "answer"), [
+    ("Among options A, B, C and D, the correct one is C.", OPTIONS_RAIN, "C"),
+    ("The right one would be B.", OPTIONS_RAIN, "B"),
+    ("The best one is B, since it mentions rain.", OPTIONS_RAIN, "B"),
+    ('answer: "B"', OPTIONS_RAIN, "B"),
+    ("The supporting evidence is: \"It began to rain.\"\nAnswer: B", OPTIONS_RAIN, "B"),
+    ("四个选项中只有B符合原文。", OPTIONS_RAIN, "B"),
+    ("Answer: B\n\nFrom the passage: \"It began to rain.\"", OPTIONS_RAIN, "B"),
+    ("B. It began to rain\n\nThis is supported by the sentence: \"It began to rain.\"", OPTIONS_RAIN, "B"),
+    ("Answer: B\n\nExplanation: According to the passage, \"It began to rain.\"", OPTIONS_RAIN, "B"),
+    ("答：B\n依据：原文第二句“It began to rain.”", OPTIONS_RAIN, "B"),
+    ("**答案：** B\n\n**原文引用：** “It began to rain.”", OPTIONS_RAIN, "B"),
+    ("答案：B\n\n证据——“It began to rain.”", OPTIONS_RAIN, "B"),
+    ("## 答案\nB\n\n## 引文\n“It began to rain.”", OPTIONS_RAIN, "B"),
+])
+def test_more_answer_lines_are_read(reply, options, answer):
+    parsed = parse_reply(reply, options)
+    assert parsed.answer == answer, parsed
+    assert not any(word in reply for word in ("vidence", "passage", "sentence", "依据")) \
+        or parsed.evidence == "It began to rain."
+
+
+@pytest.mark.parametrize(("evidence", "read"), [
+    ("(3)", "(3)"), ("（3）", "（3）"), ("(2), (3)", "(2), (3)"), ("（3）、（5）", "（3）、（5）"), ("(3)(4)", "(3)(4)"),
+    ("3、4", "3、4"), ("(1) It began to rain.", "It began to rain."), ("(1)它发源于青藏高原", "它发源于青藏高原"),
+    ("1、它发源于青藏高原", "它发源于青藏高原"), ("1. It began to rain.", "It began to rain."),
+])
+def test_a_number_is_a_list_marker_only_before_an_items_text(evidence, read):
+    assert parse_reply(json.dumps({"answer": "x", "evidence": evidence}, ensure_ascii=False)).evidence == read
+
+
+def test_a_reply_that_cites_by_number_keeps_a_leading_number_in_parentheses():
+    reply = '{"answer": "x", "evidence": "(3) It reaches the sea.\\n(4) It flows north."}'
+    assert parse_reply(reply).evidence == "It reaches the sea. It flows north."
+    assert parse_reply(reply, citing=True).evidence == "(3) It reaches the sea. (4) It flows north."
+    labelled = "Answer: x\nEvidence:\n(3) It reaches the sea."
+    assert (parse_reply(labelled).evidence, parse_reply(labelled, citing=True).evidence) == (
+        "It reaches the sea.", "(3) It reaches the sea.")
+
+
+@pytest.mark.parametrize(("reply", "options", "answer"), [
+    ("Wait, " * 5_000 + "Answer: B", OPTIONS_RAIN, "B"),
+    ("Answer: A. Wait, actually B. " * 2_000, OPTIONS_RAIN, "B"),
+    ("答案：A。等等，" * 2_000, OPTIONS_RAIN, ""),
+    ("“等等，”" * 5_000 + "答案：B", OPTIONS_RAIN, "B"),
+    ("<p><b>" * 5_000 + "Answer: B", OPTIONS_RAIN, "B"),
+    ("answer: B\nevidence: >-\n" + "  x\n" * 5_000, OPTIONS_RAIN, "B"),
+    ("<think>\n" + "x\n" * 50_000 + "\nAnswer: B", OPTIONS_RAIN, "B"),
+])
+def test_self_corrections_html_yaml_and_open_reasoning_never_crash(reply, options, answer):
+    """Read without a traceback (`python benchmarks/bench_llm.py --parse-only` shows each costs linear time)."""
+    assert parse_reply(reply, options).answer == answer
