@@ -15,7 +15,7 @@ need a case of their own.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -29,6 +29,9 @@ from expmrc.models.choice import ChoiceModel
 from expmrc.models.heads import TaskModel
 from expmrc.models.span import SpanModel
 from expmrc.registry import Registry
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 
 @dataclass(frozen=True)
@@ -82,21 +85,22 @@ class TaskSettings:
         return {name: getattr(self, name) for name in self.FEATURE_FIELDS}
 
 
-FeatureBuilder = Callable[[Sequence[Any], Any, TaskSettings, bool, bool, bool], tuple[FeatureTable, FeatureReport]]
+FeatureBuilder = Callable[[Sequence[Any], "PreTrainedTokenizerFast", TaskSettings, bool, bool, bool],
+                          tuple[FeatureTable, FeatureReport]]
 # (questions, windows, per-window outputs, n_best_size, max_answer_length, max_evidence_length) -> (submission, n-best)
 Decoder = Callable[[Sequence[Any], FeatureTable, Sequence[Mapping[str, np.ndarray]], int, int, int],
                    tuple[dict[str, dict[str, Any]], dict[str, Any]]]
 
 
-def span_features(questions: Sequence[Any], tokenizer: Any, settings: TaskSettings, is_training: bool,
-                  token_types: bool, progress: bool) -> tuple[FeatureTable, FeatureReport]:
+def span_features(questions: Sequence[Any], tokenizer: PreTrainedTokenizerFast, settings: TaskSettings,
+                  is_training: bool, token_types: bool, progress: bool) -> tuple[FeatureTable, FeatureReport]:
     """The windows of span-extraction questions (always sliding over long passages)."""
     return build_span_features(questions, tokenizer, settings.max_seq_length, settings.doc_stride,
                                settings.max_query_length, is_training, token_types, progress)
 
 
-def choice_features(questions: Sequence[Any], tokenizer: Any, settings: TaskSettings, is_training: bool,
-                    token_types: bool, progress: bool) -> tuple[FeatureTable, FeatureReport]:
+def choice_features(questions: Sequence[Any], tokenizer: PreTrainedTokenizerFast, settings: TaskSettings,
+                    is_training: bool, token_types: bool, progress: bool) -> tuple[FeatureTable, FeatureReport]:
     """The option rows of multiple-choice questions (one window per question unless `sliding_windows`)."""
     return build_choice_features(questions, tokenizer, settings.max_seq_length, settings.max_query_length,
                                  settings.doc_stride, is_training, token_types, progress,

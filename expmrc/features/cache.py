@@ -18,7 +18,7 @@ import logging
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterator
 
 try:
@@ -32,6 +32,10 @@ from safetensors.numpy import load_file, save
 from expmrc.data.io import write_bytes_atomic
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import FeatureReport, FeatureTable
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
+    from transformers import PreTrainedTokenizerBase
 
 logger = logging.getLogger(__name__)
 CACHE_FORMAT = 2
@@ -82,7 +86,7 @@ def file_sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def tokenizer_fingerprint(tokenizer: Any) -> str:
+def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
     """A hash of everything in a fast tokenizer that changes its output: its serialized pipeline and class."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:  # truncation and padding are call settings the last encoding left behind
@@ -93,7 +97,7 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     return hashlib.sha256(f"{type(tokenizer).__name__}\n{serialized}".encode()).hexdigest()
 
 
-def cache_key(tokenizer: Any, settings: dict[str, Any], data_file: str) -> str:
+def cache_key(tokenizer: PreTrainedTokenizerBase, settings: dict[str, Any], data_file: str) -> str:
     """The key a cache must carry to be reused for these tokenizer, settings and data."""
     parts = {"format": CACHE_FORMAT, "tokenizer": tokenizer_fingerprint(tokenizer), "settings": settings,
              "data": file_sha256(data_file)}
@@ -123,7 +127,7 @@ def write_cache(path: str, key: str, table: FeatureTable, report: FeatureReport)
 
 
 def cached_features(path: str, key: str, build: Callable[[], tuple[FeatureTable, FeatureReport]],
-                    accelerator: Any = None) -> tuple[FeatureTable, FeatureReport]:
+                    accelerator: Accelerator | None = None) -> tuple[FeatureTable, FeatureReport]:
     """`build()`'s features, from `path` when its key matches. Each machine's main process reads or, holding
     the file's lock, builds and writes; its other processes wait for it and read."""
     is_main = accelerator is None or accelerator.is_local_main_process

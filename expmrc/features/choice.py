@@ -29,7 +29,7 @@ Rules for bad input, each counted in the `FeatureReport`:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 from collections.abc import Sequence
 
 from tqdm import tqdm
@@ -40,6 +40,9 @@ from expmrc.features.windows import (IGNORE, FeatureReport, FeatureTable, PairTe
                                      char_span_to_tokens, count_unknown, encode_texts, max_context, window_label,
                                      window_starts, tokenizer_name)
 from expmrc.text.locate import locate_evidence
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 
 def qa_text(question: str, option: str) -> str:
@@ -57,7 +60,7 @@ def answer_index(question: ChoiceQuestion) -> int | None:
 CHUNK = 512  # questions tokenized per batched tokenizer call
 
 
-def build_choice_features(questions: Sequence[ChoiceQuestion], tokenizer: Any, max_seq_length: int,
+def build_choice_features(questions: Sequence[ChoiceQuestion], tokenizer: PreTrainedTokenizerFast, max_seq_length: int,
                           max_query_length: int, doc_stride: int, is_training: bool, token_types: bool = True,
                           progress: bool = False, sliding_windows: bool = False) -> tuple[FeatureTable, FeatureReport]:
     """Option rows (with labels when `is_training`) for every question, in question order; see the module docstring."""
@@ -93,7 +96,7 @@ class _Layout:
     unknown: int | None
 
 
-def _tokenized(tokenizer: Any, questions: Sequence[ChoiceQuestion]
+def _tokenized(tokenizer: PreTrainedTokenizerFast, questions: Sequence[ChoiceQuestion]
                ) -> tuple[dict[str, tuple[list[int], list[tuple[int, int]]]], list[list[list[int]]]]:
     """The questions' distinct passages (ids and offsets) and each question's question+option ids, from two
     batched tokenizer calls."""

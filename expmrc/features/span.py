@@ -23,7 +23,7 @@ tokens), so every question is answered.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,8 +36,11 @@ from expmrc.features.windows import (IGNORE, FeatureReport, FeatureTable, PairTe
                                      window_label, window_starts, tokenizer_name)
 from expmrc.text.locate import locate_answer, locate_evidence
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
-def truncated_question(text: str, tokenizer: Any, max_tokens: int) -> tuple[str, int, bool]:
+
+def truncated_question(text: str, tokenizer: PreTrainedTokenizerFast, max_tokens: int) -> tuple[str, int, bool]:
     """The question text cut after its `max_tokens`-th token, its token count and whether it was cut."""
     encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     offsets = encoded["offset_mapping"]
@@ -68,8 +71,8 @@ def training_labels(question: SpanQuestion, report: FeatureReport) -> tuple[tupl
     return span, evidence
 
 
-def build_span_features(questions: Sequence[SpanQuestion], tokenizer: Any, max_seq_length: int, doc_stride: int,
-                        max_query_length: int, is_training: bool, token_types: bool = True,
+def build_span_features(questions: Sequence[SpanQuestion], tokenizer: PreTrainedTokenizerFast, max_seq_length: int,
+                        doc_stride: int, max_query_length: int, is_training: bool, token_types: bool = True,
                         progress: bool = False) -> tuple[FeatureTable, FeatureReport]:
     """Windows (with labels when `is_training`) for every question, in question order; see the module docstring."""
     if not getattr(tokenizer, "is_fast", False):
@@ -106,7 +109,7 @@ def build_span_features(questions: Sequence[SpanQuestion], tokenizer: Any, max_s
     return builder.build(), report
 
 
-def question_tokens(tokenizer: Any, questions: Sequence[SpanQuestion], max_tokens: int,
+def question_tokens(tokenizer: PreTrainedTokenizerFast, questions: Sequence[SpanQuestion], max_tokens: int,
                     report: FeatureReport) -> list[tuple[np.ndarray, int]]:
     """Each stripped question's token ids as the pair encoding sees them, and its token count for the window
     step: a question longer than `max_tokens` is cut after that token (`truncated_question`) and its cut text
@@ -123,7 +126,8 @@ def question_tokens(tokenizer: Any, questions: Sequence[SpanQuestion], max_token
     return tokens
 
 
-def passage_tokens(tokenizer: Any, passages: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def passage_tokens(tokenizer: PreTrainedTokenizerFast,
+                   passages: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Token ids and character offsets ([n, 2]) of each distinct passage, from one batched call."""
     distinct = list(dict.fromkeys(passages))
     return {text: (np.asarray(e.ids, dtype=np.int32), np.asarray(e.offsets, dtype=np.int32).reshape(-1, 2))

@@ -24,13 +24,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 from expmrc.errors import ExpmrcError
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 IGNORE = -100  # a label value the loss skips
 
@@ -46,7 +49,7 @@ class PairTemplate:
     types: tuple[int, int, int, int, int] | None
 
     @classmethod
-    def of(cls, tokenizer: Any, token_types: bool) -> PairTemplate:
+    def of(cls, tokenizer: PreTrainedTokenizerBase, token_types: bool) -> PairTemplate:
         """Read the template off the tokenizer by encoding a pair of one-token texts."""
         encoded = tokenizer("a", "b", add_special_tokens=True, return_token_type_ids=True)
         sequence = encoded.sequence_ids(0) if hasattr(encoded, "sequence_ids") else None
@@ -83,12 +86,12 @@ class PairTemplate:
         return ids, [t for part, t in zip(parts, self.types) for _ in range(len(part))]
 
 
-def tokenizer_name(tokenizer: Any) -> str:
+def tokenizer_name(tokenizer: PreTrainedTokenizerBase) -> str:
     """Where a tokenizer was loaded from (its folder or Hub id), for messages; its class where unknown."""
     return str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__)
 
 
-def encode_texts(tokenizer: Any, texts: Sequence[str]) -> list[Any]:
+def encode_texts(tokenizer: PreTrainedTokenizerFast, texts: Sequence[str]) -> list[Any]:
     """The tokenizer's own encodings (`tokenizers.Encoding`: ids, offsets) of texts without special tokens, in one
     batched call to its Rust backend: what `tokenizer(text, add_special_tokens=False)` gives for each text,
     without converting every encoding to Python lists on the way."""
@@ -101,7 +104,7 @@ def encode_texts(tokenizer: Any, texts: Sequence[str]) -> list[Any]:
     return backend.encode_batch(list(texts), add_special_tokens=False)
 
 
-def uses_token_types(tokenizer: Any, config: Any) -> bool:
+def uses_token_types(tokenizer: PreTrainedTokenizerBase, config: PretrainedConfig) -> bool:
     """Whether rows carry token type ids: only when the tokenizer makes them and the model has types."""
     return "token_type_ids" in getattr(tokenizer, "model_input_names", ()) and \
         int(getattr(config, "type_vocab_size", 0) or 0) > 1

@@ -91,7 +91,8 @@ class FineTuned:
                                        autocast_for(chosen.precision, on))
         self.predictor.check_fits(self.model, f"{saved.where}: the recorded setting ")
         self.model.use_attention(resolve_attention(chosen.attention, on.type, chosen.precision, False)[0])
-        self.model.to(on).eval()
+        # transformers types PreTrainedModel.to as @wraps(nn.Module.to), an unbound signature: the device reads as self
+        self.model.to(on).eval()  # type: ignore[arg-type]
         self.name = str(saved.folder)
 
     def predict(self, questions: Sequence[Question]) -> Predicted:

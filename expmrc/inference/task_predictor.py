@@ -15,7 +15,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -29,6 +29,10 @@ from expmrc.features.windows import FeatureReport, FeatureTable, WindowDataset
 from expmrc.inference.predictor import PREDICT_BATCH_SIZE, predict, predict_items
 from expmrc.metrics.leaderboard import score_tokens
 from expmrc.tasks import TaskSettings, TaskSpec
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
+    from expmrc.models.heads import TaskModel
 
 
 def pad_multiple(device: torch.device | str) -> int:
@@ -82,7 +86,7 @@ class TaskPredictor:
     """A task's prediction under one run's settings, on one device (or a run's processes, `accelerator`)."""
 
     spec: TaskSpec
-    tokenizer: Any
+    tokenizer: PreTrainedTokenizerFast
     settings: TaskSettings
     token_types: bool  # whether rows carry token type ids (`features.windows.uses_token_types`)
     device: torch.device
@@ -91,13 +95,13 @@ class TaskPredictor:
     accelerator: Accelerator | None = None  # a run's: its processes share the items and gather the outputs
 
     @classmethod
-    def of_run(cls, spec: TaskSpec, tokenizer: Any, settings: TaskSettings, token_types: bool,
+    def of_run(cls, spec: TaskSpec, tokenizer: PreTrainedTokenizerFast, settings: TaskSettings, token_types: bool,
                accelerator: Accelerator, batch_size: int) -> TaskPredictor:
         """The predictor of a training run: its accelerator's device, precision and processes."""
         return cls(spec, tokenizer, settings, token_types, accelerator.device, batch_size, accelerator.autocast,
                    accelerator)
 
-    def check_fits(self, model: Any, prefix: str) -> None:
+    def check_fits(self, model: TaskModel, prefix: str) -> None:
         """One line starting with `prefix` when max_seq_length exceeds the positions the model has."""
         usable = model.usable_length()
         if self.settings.max_seq_length > usable:

@@ -311,14 +311,15 @@ class TransformersBackend:
         self.stop = threading.Event()
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=cache_only)
-            loaded: Any = AutoModelForCausalLM.from_pretrained(model, dtype="auto", local_files_only=cache_only)
+            loaded = AutoModelForCausalLM.from_pretrained(model, dtype="auto", local_files_only=cache_only)
         except (OSError, ValueError) as exc:
             raise ExpmrcError(f"{model}: cannot load a causal language model: {' '.join(str(exc).split())[:300]}") from None
         if not getattr(self.tokenizer, "chat_template", None):
             raise ExpmrcError(f"{model}: its tokenizer has no chat template; use a chat (instruct) model")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.model = loaded.to(device).eval()
+        # transformers types PreTrainedModel.to as @wraps(nn.Module.to): the device reads as self
+        self.model = loaded.to(device).eval()  # type: ignore[arg-type]
         self.device: str | None = device
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:

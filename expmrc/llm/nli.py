@@ -12,11 +12,14 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from expmrc.errors import ExpmrcError
 from expmrc.llm.backends import hub_source, weights_fingerprint
 from expmrc.scoring.support import CONTRADICTED, NOT_SUPPORTED, SUPPORTED, UNJUDGED, Pair, Verdict
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 MAX_LENGTH = 512  # the most tokens a pair is given, whatever a model's config allows
 ROLES = {"entailment": SUPPORTED, "contradiction": CONTRADICTED}
@@ -102,7 +105,7 @@ def nli_source(model: str) -> bool:
     return cache_only
 
 
-def load_nli(model: str, cache_only: bool) -> tuple[Any, Any, dict[int, str]]:
+def load_nli(model: str, cache_only: bool) -> tuple[PreTrainedTokenizerBase, PreTrainedModel, dict[int, str]]:
     """The tokenizer, the sequence-classification model and its labels' roles of `model` (a folder or Hub id,
     checked by `nli_source`), each failure one line naming the file or the part that could not be loaded. The
     loaders are the library's, reading the user's files: any error they raise is bad input."""
@@ -153,7 +156,8 @@ class NLIJudge:
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         try:
-            self.model = loaded.to(device).eval()
+            # transformers types PreTrainedModel.to as @wraps(nn.Module.to): the device reads as self
+            self.model = loaded.to(device).eval()  # type: ignore[arg-type]
         except (RuntimeError, AssertionError) as exc:
             raise ExpmrcError(f"--device {device}: cannot put the judge there: {' '.join(str(exc).split())[:200]}") \
                 from None

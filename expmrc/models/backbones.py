@@ -38,6 +38,7 @@ from expmrc.models.configs import build_config
 from expmrc.models.tf_checkpoint import bert_tokenizer_from_vocab, load_tf_bert_state_dict, read_bert_config
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
     from expmrc.models.heads import LossSettings, TaskModel
 
 logger = logging.getLogger(__name__)
@@ -50,12 +51,12 @@ class ModelSource:
 
     name: str  # what run_info.json records as the model
     config: PretrainedConfig
-    tokenizer: Any
+    tokenizer: PreTrainedTokenizerFast
     weights: str | dict[str, torch.Tensor] | None  # folder or Hub id, an in-memory state dict, or None (random)
     note: str = ""  # what reading the weights reported (the TensorFlow reader's summary)
 
 
-def lowercases(tokenizer: Any) -> bool:
+def lowercases(tokenizer: PreTrainedTokenizerBase) -> bool:
     """Whether a fast tokenizer lowercases its input (read off its normalizer)."""
     normalizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "normalizer", None)
     return normalizer is not None and normalizer.normalize_str("A") == "a"
@@ -129,6 +130,7 @@ def _pretrained(name: str) -> ModelSource:
     if not getattr(tokenizer, "is_fast", False):
         raise ExpmrcError(f"{name}: its tokenizer ({type(tokenizer).__name__}) has no fast version, so no character "
                           "offsets; answers and evidence cannot be mapped back to the passage")
+    tokenizer = cast("PreTrainedTokenizerFast", tokenizer)  # is_fast: the Rust-backed class (no conversion)
     _check_tokenizer(name, tokenizer)
     if local and not any((Path(name) / f).is_file() for f in WEIGHT_FILES) and \
             not any(Path(name).glob("model*.safetensors")):
@@ -136,7 +138,7 @@ def _pretrained(name: str) -> ModelSource:
     return ModelSource(name, config, tokenizer, name)
 
 
-def _check_tokenizer(name: str, tokenizer: Any) -> None:
+def _check_tokenizer(name: str, tokenizer: PreTrainedTokenizerFast) -> None:
     """Refuse a tokenizer with an empty vocabulary (an empty vocab.txt) or one that cannot encode text."""
     if tokenizer.backend_tokenizer.get_vocab_size(with_added_tokens=False) == 0:
         raise ExpmrcError(f"{name}: the tokenizer's vocabulary is empty (an empty vocab.txt?), so every word "
@@ -208,7 +210,7 @@ class LoadReport:
 
 
 def load_task_model(model_class: type[TaskModel], source: ModelSource,
-                    loss: LossSettings | None = None) -> tuple[Any, LoadReport]:
+                    loss: LossSettings | None = None) -> tuple[TaskModel, LoadReport]:
     """The task model on the source's weights (heads initialised where the checkpoint has none), built with the
     loss settings it trains with (`loss`; none for a model that only predicts).
 

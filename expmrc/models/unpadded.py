@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import accumulate
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -37,6 +37,9 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import pad_sequence
 
 from expmrc.errors import ExpmrcError
+
+if TYPE_CHECKING:
+    from expmrc.models.fused import Fusion
 
 ATTENTION_MODES = ("auto", "padded", "unpadded")
 # What `--attention auto` picks on each kind of device, and the measurement that decided it (docs/benchmarks.md,
@@ -203,9 +206,11 @@ def flash_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, pa
     return out.reshape(tokens, width)
 
 
+# encoder, layer: Any, as any BERT-family encoder is read by attribute (`embeddings`, `encoder.layer`), which
+# nn.Module types as Tensor | Module
 def encode_unpadded(encoder: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
                     token_type_ids: torch.Tensor | None, row_lengths: tuple[int, ...] | None = None,
-                    fusion: Any = None) -> torch.Tensor:
+                    fusion: Fusion | None = None) -> torch.Tensor:
     """The encoder's last hidden states [rows, length, hidden] computed on the real tokens only (see the module
     docstring), zeros at the padding; `fusion` (`expmrc.models.fused.Fusion`) runs the layers' small kernels
     as compiled regions."""
@@ -244,7 +249,7 @@ def _embeddings(encoder: Any, input_ids: torch.Tensor, token_type_ids: torch.Ten
     return states
 
 
-def _layer(layer: Any, x: torch.Tensor, packing: Packing, fusion: Any) -> torch.Tensor:
+def _layer(layer: Any, x: torch.Tensor, packing: Packing, fusion: Fusion | None) -> torch.Tensor:
     """One BERT-family layer on packed tokens: attention within rows, then the layer's token-wise modules."""
     attention = layer.attention.self
     heads = attention.num_attention_heads

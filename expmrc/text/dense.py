@@ -26,7 +26,8 @@ class SentenceEncoder:
             raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
         self.batch_size = batch_size
         self.cache: dict[str, np.ndarray] = {}
-        self._model: Any = None  # the transformers model, loaded on first use
+        # the transformers model, loaded on first use; Any: None until `_load` sets it, which mypy cannot follow
+        self._model: Any = None
 
     def _load(self):
         import torch

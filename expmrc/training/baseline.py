@@ -19,7 +19,7 @@ import logging
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 from expmrc.data.datasets import Dataset, load_dataset
@@ -44,6 +44,12 @@ from expmrc.training.flags import parse_config
 from expmrc.training.loop import (TrainConfig, checkpoint_steps, make_accelerator, precision_record, run_device,
                                   train)
 from expmrc.training.select_forget import SelectAndForget, answerer_folder
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
+    from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+    from expmrc.models.heads import TaskModel
 
 logger = logging.getLogger("expmrc")
 UNKNOWN_REFUSED = 0.5  # share of unknown tokens from which a run is refused (a vocabulary that does not fit)
@@ -158,9 +164,10 @@ class BaselineRun:
     config: BaselineConfig
     settings: TaskSettings  # the config's (for a predict-only run, as `SavedModel.choose` settled them)
     output: Path
-    accelerator: Any
+    accelerator: Accelerator
     record: RunRecord  # what run_info.json will hold
-    tokenizer: Any = None
+    # the source's, set before any phase reads it (None only while the run starts)
+    tokenizer: PreTrainedTokenizerFast = None  # type: ignore[assignment]
     token_types: bool = True
     signature: str = ""
     previous: RunRecord | None = None  # the record OUTPUT_DIR held before this run started (checked)
@@ -185,7 +192,7 @@ class BaselineRun:
         return TaskPredictor.of_run(self.task.spec, self.tokenizer, self.settings, self.token_types, self.accelerator,
                                     self.predict_batch_size)
 
-    def configured(self, model: Any) -> Any:
+    def configured(self, model: TaskModel) -> TaskModel:
         """`model` on the run's attention path, its kernels fused where --fused_kernels asks; the run record says
         which path the encoder takes and, when it keeps the padded one, why."""
         training = self.config.training
@@ -224,7 +231,7 @@ def features(run: BaselineRun, dataset: Dataset, is_training: bool, cache_path: 
     return table, report, key
 
 
-def save_model(model: Any, tokenizer: Any, folder: Path, record: dict[str, Any]) -> None:
+def save_model(model: TaskModel, tokenizer: PreTrainedTokenizerBase, folder: Path, record: dict[str, Any]) -> None:
     """Write the fine-tuned model and its tokenizer as a complete Hugging Face folder, atomically."""
     model.config.expmrc = record
     with atomic_directory(str(folder), overwrite=True) as staging:
@@ -344,7 +351,7 @@ def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[BaselineRun, 
     return run, train_set, predict_set
 
 
-def attention_path(training: TrainConfig, accelerator: Any) -> tuple[str, dict[str, Any]]:
+def attention_path(training: TrainConfig, accelerator: Accelerator) -> tuple[str, dict[str, Any]]:
     """The attention path --attention resolves to on the run's device and precision, and what run_info.json records
     of it (asked, taken, why, whether the kernels are fused); --fused_kernels on the padded path is said and
     ignored."""
@@ -357,7 +364,7 @@ def attention_path(training: TrainConfig, accelerator: Any) -> tuple[str, dict[s
     return path, {"requested": training.attention, "path": path, "why": why, "fused_kernels": fused}
 
 
-def load_model(run: BaselineRun, source: ModelSource) -> Any:
+def load_model(run: BaselineRun, source: ModelSource) -> TaskModel:
     """The task model from `source`, built with the run's loss settings; a predict-only run is recorded under the
     settings the model records."""
     config = run.config
@@ -391,7 +398,7 @@ def saved_record(run: BaselineRun, source: ModelSource) -> dict[str, Any]:
             "training_signature": run.signature}
 
 
-def train_phase(run: BaselineRun, model: Any, train_set: Dataset, source: ModelSource) -> Any:
+def train_phase(run: BaselineRun, model: TaskModel, train_set: Dataset, source: ModelSource) -> TaskModel:
     """Train on the training set (or reuse OUTPUT_DIR/model when it holds this run's result) and save the model."""
     config, trained = run.config, run.output / MODEL_DIR
     table, train_report, _ = features(run, train_set, True, config.paths.train_tfrecord)
@@ -423,7 +430,8 @@ def select_forget(run: BaselineRun) -> SelectAndForget:
     return SelectAndForget(run.output, run.accelerator, run.predictor)
 
 
-def answerer_phase(run: BaselineRun, forget: SelectAndForget, selector: Any, train_set: Dataset, source: ModelSource) -> Any:
+def answerer_phase(run: BaselineRun, forget: SelectAndForget, selector: TaskModel, train_set: Dataset,
+                   source: ModelSource) -> TaskModel:
     """Select the training questions' evidence with the trained selector, then train (or reuse) the answerer."""
     def windows() -> FeatureTable:  # the training set's prediction windows, for the selector
         return features(run, train_set, False, None)[0]
@@ -453,7 +461,8 @@ def answerer_phase(run: BaselineRun, forget: SelectAndForget, selector: Any, tra
     return answerer
 
 
-def predict_phase(run: BaselineRun, model: Any, predict_set: Dataset, forget: SelectAndForget | None, answerer: Any,
+def predict_phase(run: BaselineRun, model: TaskModel, predict_set: Dataset, forget: SelectAndForget | None,
+                  answerer: TaskModel | None,
                   destination: Path) -> None:
     """Predict, decode, write the predictions into `destination` and log their scores."""
     table, report, _ = features(run, predict_set, False, run.config.paths.predict_tfrecord)

@@ -376,7 +376,7 @@ class PreparedRun:
     micro-batch sizes (full and current) and, when compiled, the batch shapes met and the seconds their
     first steps took."""
 
-    model: Any
+    model: torch.nn.Module  # the task model as accelerate prepared it (wrapped for several processes)
     optimizer: Any
     scheduler: Any
     dataset: Batches

@@ -23,7 +23,7 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Mapping, Sequence
 
 from accelerate import Accelerator
@@ -37,6 +37,9 @@ from expmrc.features.windows import FeatureTable
 from expmrc.inference.task_predictor import TaskPredictor
 from expmrc.text.locate import locate_answer, locate_evidence
 from expmrc.training.loop import TrainConfig, TrainResult, train
+
+if TYPE_CHECKING:
+    from expmrc.models.heads import TaskModel
 
 logger = logging.getLogger("expmrc")
 
@@ -121,7 +124,7 @@ class SelectAndForget:
     accelerator: Accelerator
     predictor: TaskPredictor  # the run's: its windows, padding, prediction loop and decoding settings
 
-    def select(self, selector: Any, questions: Sequence[Question], windows: Callable[[], FeatureTable],
+    def select(self, selector: TaskModel, questions: Sequence[Question], windows: Callable[[], FeatureTable],
                key: str) -> tuple[list[Question], dict[str, Any]]:
         """The evidence-only training questions (the selector's evidence, or the pseudo evidence where it misses
         the answer) and their counts; read back from the selection file when it was written for this selector
@@ -152,8 +155,8 @@ class SelectAndForget:
         return [evidence_only(q, tuple(entries[q.qid]["span"]) if entries[q.qid]["span"] else None)
                 for q in questions if entries[q.qid]["reason"] != DROPPED], summary
 
-    def train_answerer(self, new_model: Callable[[], Any], questions: Sequence[Question],
-                       config: TrainConfig) -> tuple[Any, TrainResult]:
+    def train_answerer(self, new_model: Callable[[], TaskModel], questions: Sequence[Question],
+                       config: TrainConfig) -> tuple[TaskModel, TrainResult]:
         """A fresh task model (`new_model` builds it with the default loss settings: evidence loss and coupling off)
         trained on the evidence-only questions, resuming from the answerer's own checkpoints."""
         self.accelerator.free_memory()  # the selector's prepared objects stay out of the answerer's checkpoints
@@ -165,7 +168,7 @@ class SelectAndForget:
                        curve="answerer")
         return self.accelerator.unwrap_model(model), result
 
-    def answer(self, answerer: Any, questions: Sequence[Question], predictions: dict[str, dict[str, Any]],
+    def answer(self, answerer: TaskModel, questions: Sequence[Question], predictions: dict[str, dict[str, Any]],
                nbest: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         """The selector's predictions with each answer replaced by the answerer's from the evidence text alone
         (span offsets mapped back into the passage)."""
