@@ -67,8 +67,8 @@ class BucketPlan:
     def from_record(cls, value: Any, where: str) -> BucketPlan:
         """A recorded plan; one line naming `where` when it is of the wrong shape."""
         try:
-            plan = cls(*(tuple(int(x) for x in value[key]) for key in ("buckets", "tops", "dummy_rows")),
-                       int(value["length"]))
+            buckets, tops, dummy_rows = (tuple(int(x) for x in value[key]) for key in ("buckets", "tops", "dummy_rows"))
+            plan = cls(buckets, tops, dummy_rows, int(value["length"]))
         except (KeyError, TypeError, ValueError):
             raise ExpmrcError(f"{where}: the recorded token buckets are not a plan (buckets, tops, dummy_rows and "
                               "length)") from None
@@ -93,22 +93,30 @@ def choose_buckets(tokens: Sequence[int] | np.ndarray, count: int, length: int) 
                           "row length")
     rounded = -(-counts // QUANTUM) * QUANTUM
     values, weights = np.unique(rounded, return_counts=True)
-    groups = [int(values[i]) for i in least_padding_tops(values, weights, min(count, len(values)))]
-    tops, buckets, dummies = [], [], []
-    for k, group in enumerate(groups):
-        members = counts[(rounded > (groups[k - 1] if k else 0)) & (rounded <= group)]
-        top, least = int(members.max()), int(members.min())
-        dummy = 1
-        while True:  # `dummy` rows of at least one token each, and of at most `length`
-            bucket = -(-(top + dummy) // QUANTUM) * QUANTUM
-            need = math.ceil((bucket - least) / length)
-            if need <= dummy:
-                break
-            dummy = need
-        tops.append(top)
-        buckets.append(bucket)
-        dummies.append(dummy)
-    return BucketPlan(tuple(buckets), tuple(tops), tuple(dummies), length)
+    groups = [counts[(rounded > (edges[k - 1] if k else 0)) & (rounded <= edge)]
+              for edges in [[int(values[i]) for i in least_padding_tops(values, weights, min(count, len(values)))]]
+              for k, edge in enumerate(edges)]
+    placed = [_room(int(members.max()), int(members.min()), length) for members in groups]
+    k = 1
+    while k < len(placed):  # a group whose bucket is no larger than the one before joins it
+        if placed[k][0] <= placed[k - 1][0]:
+            placed[k - 1:k + 1] = [_room(placed[k][2], placed[k - 1][3], length)]
+            k = max(1, k - 1)
+        else:
+            k += 1
+    return BucketPlan(tuple(p[0] for p in placed), tuple(p[2] for p in placed), tuple(p[1] for p in placed), length)
+
+
+def _room(top: int, least: int, length: int) -> tuple[int, int, int, int]:
+    """(bucket, dummy rows, top, least) of a group of counts from `least` to `top`: the fewest dummy rows of 1 to
+    `length` tokens each that hold every count's padding, the bucket rounded up to the quantum."""
+    dummy = 1
+    while True:
+        bucket = -(-(top + dummy) // QUANTUM) * QUANTUM
+        need = math.ceil((bucket - least) / length)
+        if need <= dummy:
+            return bucket, dummy, top, least
+        dummy = need
 
 
 def least_padding_tops(values: np.ndarray, weights: np.ndarray, groups: int) -> list[int]:

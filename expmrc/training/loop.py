@@ -47,6 +47,7 @@ from expmrc.data.runs import CHECKPOINT_DIR, CHECKPOINT_STATE, LOG_FILE
 from expmrc.errors import ExpmrcError
 from expmrc.inference.predictor import PREDICT_BATCH_SIZE, Batches, dataset_lengths, to_device
 from expmrc.models.unpadded import ATTENTION_MODES
+from expmrc.training.graphs import GRAPH_MODES, GraphedSteps, graphed_steps, plain_learning_rates, resolve_graphs
 
 logger = logging.getLogger(__name__)
 ADAM_EPSILON = 1e-6  # the original BERT optimizer's epsilon
@@ -56,6 +57,7 @@ RECOMPILE_LIMIT = 64  # compiled shapes per model: buckets x the micro-batch siz
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 PRECISIONS = ("auto", "no", "fp16", "bf16")
 MAX_EPOCHS = 1000  # far beyond any fine-tuning run; larger values are typos (or inf)
+GRAPH_BUCKETS = 6  # token buckets of a graphed run: each one graph captured, fewer pad more
 
 
 @dataclass
@@ -81,6 +83,8 @@ class TrainConfig:
     compile_backend: Any = "inductor"  # torch.compile's backend (tests pass "eager" or their own)
     attention: str = "auto"  # auto | padded | unpadded: the encoder on padded batches or on real tokens only
     fused_kernels: bool = False  # the unpadded encoder's small kernels as compiled regions (expmrc.models.fused)
+    cuda_graphs: str = "auto"  # auto | on | off: steps replayed as CUDA graphs at token buckets (training.graphs)
+    graph_buckets: int = GRAPH_BUCKETS
     seed: int = 12345
     save_checkpoints_steps: int = 1000
     logging_steps: int = 50
@@ -128,6 +132,23 @@ class TrainConfig:
         if self.fused_kernels and self.attention == "padded":
             raise ExpmrcError("--fused_kernels True fuses the unpadded encoder's kernels; --attention padded runs the "
                               "library's own layers (use --attention auto or unpadded)")
+        self.check_graphs()
+
+    def check_graphs(self) -> None:
+        """--cuda_graphs's value, and `on` with what cannot be graphed whatever the device."""
+        if self.cuda_graphs not in GRAPH_MODES:
+            raise ExpmrcError(f"--cuda_graphs must be one of {', '.join(GRAPH_MODES)}, got {self.cuda_graphs!r}")
+        if self.graph_buckets < 1:
+            raise ExpmrcError(f"graph_buckets must be at least 1, got {self.graph_buckets}")
+        if self.cuda_graphs != "on":
+            return
+        for given, what in ((self.attention == "padded", "--attention padded: the library's padded forward"),
+                            (self.torch_compile, "--torch_compile True: the model is compiled instead"),
+                            (self.fused_kernels, "--fused_kernels True: compiled regions, which a capture does not "
+                                                 "hold")):
+            if given:
+                raise ExpmrcError(f"--cuda_graphs on replays the unpadded eager step as CUDA graphs; it does not "
+                                  f"combine with {what} (use --cuda_graphs auto or off)")
 
     def check_compiling(self, max_length: int | None) -> None:
         """The compile buckets and mode: ascending token counts ending at `max_length`, and only when compiling."""
@@ -166,6 +187,7 @@ class TrainResult:
     micro_batch: int = 0  # items per forward pass it ended with (0: whole micro-batches)
     compile_seconds: float = 0.0  # of `seconds`, the first steps of each compiled batch shape
     compiled_shapes: list[tuple[int, ...]] = field(default_factory=list)
+    graphs: dict[str, Any] = field(default_factory=dict)  # --cuda_graphs: asked, used, why, and what the run did
 
     def summary(self, ran: int) -> str:
         """One log line: steps, seconds, throughput, and the compiling and checkpoint writing within them."""
@@ -173,6 +195,9 @@ class TrainResult:
         if self.compiled_shapes:
             text += (f"; compiling {self.compile_seconds:.1f} s of it ({len(self.compiled_shapes)} batch shapes: "
                      f"{', '.join('x'.join(map(str, s)) for s in self.compiled_shapes)})")
+        if self.graphs.get("used"):
+            text += (f"; {self.graphs['graphs']} CUDA graphs captured in {self.graphs['capture_seconds']:.1f} s, "
+                     f"{self.graphs['eager_steps']} steps eager")
         return text + (f"; writing checkpoints {self.checkpoint_seconds:.1f} s" if self.checkpoint_seconds else "")
 
 
@@ -352,7 +377,8 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
             if done % config.save_checkpoints_steps == 0:  # the final weights go to model/, not a checkpoint
                 window.check_finite(accelerator)
                 saving = time.perf_counter()
-                save_checkpoint(config.output_dir, done, run.settings, accelerator, config.keep_checkpoints)
+                with plain_learning_rates(run.optimizer):
+                    save_checkpoint(config.output_dir, done, run.settings, accelerator, config.keep_checkpoints)
                 checkpoint_seconds += time.perf_counter() - saving
     finally:
         bar.close()
@@ -362,7 +388,8 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
                          examples_per_second=ran * config.train_batch_size / seconds if ran and seconds > 0 else 0.0,
                          seconds=seconds, checkpoint_seconds=checkpoint_seconds,
                          micro_batch=run.chunk if run.chunk < run.micro else 0, compile_seconds=run.compile_seconds,
-                         compiled_shapes=sorted(run.shapes) if run.compiled else [])
+                         compiled_shapes=sorted(run.shapes) if run.compiled else [],
+                         graphs={**run.graphs_record, **(run.graphs.record() if run.graphs else {})})
     logger.info(result.summary(ran))
     return result
 
@@ -387,6 +414,8 @@ class PreparedRun:
     compiled: bool = False
     shapes: set[tuple[int, ...]] = field(default_factory=set)
     compile_seconds: float = 0.0
+    graphs: GraphedSteps | None = None  # the steps replayed as CUDA graphs (--cuda_graphs), else None
+    graphs_record: dict[str, Any] = field(default_factory=dict)  # asked, used and why
 
     def new_shapes(self, pieces: list[list[int]]) -> set[tuple[int, ...]]:
         """The padded batch shapes of these forward passes not met before (for a dataset that knows them)."""
@@ -430,8 +459,24 @@ def prepare_training(model: torch.nn.Module, dataset: Batches, config: TrainConf
     start = load_latest_checkpoint(config.output_dir, settings, accelerator)
     micro = batch_size // (processes * accumulation)
     chunk = min(config.per_device_micro_batch, micro) if config.per_device_micro_batch > 0 else micro
-    return PreparedRun(model, optimizer, scheduler, dataset, stream, settings, total, start, micro, chunk,
-                       compiled=config.torch_compile)
+    run = PreparedRun(model, optimizer, scheduler, dataset, stream, settings, total, start, micro, chunk,
+                      compiled=config.torch_compile)
+    prepare_graphs(run, config, accelerator)
+    return run
+
+
+def prepare_graphs(run: PreparedRun, config: TrainConfig, accelerator: Accelerator) -> None:
+    """--cuda_graphs resolved for the prepared run (`expmrc.training.graphs`): its graphed steps where on."""
+    model = accelerator.unwrap_model(run.model, keep_torch_compile=False)
+    used, why = resolve_graphs(config.cuda_graphs, accelerator.device.type, str(accelerator.mixed_precision),
+                               getattr(model, "attention_path", "padded"), accelerator.num_processes,
+                               config.torch_compile, config.fused_kernels)
+    run.graphs_record = {"requested": config.cuda_graphs, "used": used, "why": why}
+    if used:
+        run.graphs = graphed_steps(run.model, run.optimizer, run.scheduler, run.dataset,
+                                   lambda step: step_pieces(run.stream.indices(step), config, accelerator, run.chunk),
+                                   run.total, run.micro, config.gradient_accumulation_steps, config.max_grad_norm,
+                                   config.graph_buckets, strict=config.cuda_graphs == "on")
 
 
 def default_buckets(max_length: int) -> tuple[int, ...]:
@@ -476,6 +521,8 @@ def run_step(run: PreparedRun, step: int, config: TrainConfig, accelerator: Acce
     """Optimizer step `step` (after a CUDA out-of-memory error, again in smaller forward passes). A compiled
     model's first step at a new batch shape is timed apart: it is where that shape is compiled."""
     indices = run.stream.indices(step)
+    if run.graphs is not None:
+        return run.graphs.step(step_pieces(indices, config, accelerator, run.chunk))
     while True:
         pieces = step_pieces(indices, config, accelerator, run.chunk)
         shapes = run.new_shapes(pieces) if run.compiled else set()
@@ -536,8 +583,8 @@ class LossWindow:
         self.check_finite(accelerator)
         self.last_loss = float(accelerator.reduce(self.summed, "mean")) / self.steps
         bar.set_postfix(loss=f"{self.last_loss:.4f}")
-        if accelerator.is_main_process:
-            log_step(config.output_dir, done, total, self.last_loss, scheduler.get_last_lr()[0])
+        if accelerator.is_main_process:  # a graphed run's learning rate is a device tensor
+            log_step(config.output_dir, done, total, self.last_loss, float(scheduler.get_last_lr()[0]))
         self.summed.zero_()
         self.steps = 0
 

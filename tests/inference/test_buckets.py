@@ -59,6 +59,19 @@ def test_a_plan_is_fixed_by_its_counts_and_fits_every_pass():
         choose_buckets([], 4, 64)
 
 
+def test_any_counts_give_ascending_buckets_whose_dummy_rows_hold_every_pass():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        length = int(rng.integers(16, 600))
+        counts = rng.integers(1, 3000, int(rng.integers(1, 200)))
+        plan = choose_buckets(counts, int(rng.integers(1, 9)), length)
+        assert list(plan.buckets) == sorted(set(plan.buckets)) and list(plan.tops) == sorted(set(plan.tops))
+        assert BucketPlan.from_record(plan.as_dict(), "x") == plan
+        for tokens in counts:
+            bucket, dummy = plan.place(int(tokens))
+            assert dummy <= bucket - tokens <= dummy * length
+
+
 def test_a_recorded_plan_reads_back_and_a_damaged_one_is_one_line():
     plan = choose_buckets([300, 900, 2000, 2100], 2, 64)
     assert BucketPlan.from_record(plan.as_dict(), "x") == plan
