@@ -20,6 +20,8 @@ What a graphed run does differently from the eager loop (`expmrc.training.loop`)
   generator, which a capture registers: each replay advances its offset as the eager step would.
 - **All graphs share one memory pool**, and only inputs made before capture and the loss copied into a tensor made
   before capture outlive a replay, so the graphs may replay in any order.
+- **A capture that fails stops the run** in one line (it may leave the CUDA generator mid-capture, after which
+  dropout would repeat itself); the same command with `--cuda_graphs off` resumes from the last checkpoint.
 
 Everything but the capture and the replay (`CudaGraphs`) runs on any device: `GRAPHED_DEVICES` names where steps
 are captured; the tests add "cpu" and run the very same steps uncaptured (`Uncaptured`).
@@ -153,8 +155,15 @@ class CudaGraphs:
         if graph is None:
             began = time.perf_counter()
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=self.pool, stream=self.stream):
-                work()
+            try:
+                with torch.cuda.graph(graph, pool=self.pool, stream=self.stream):
+                    work()
+            except torch.cuda.OutOfMemoryError:
+                raise
+            except RuntimeError as exc:  # a capture that failed may leave the CUDA generator mid-capture: stop here
+                raise ExpmrcError(f"capturing a training step as a CUDA graph failed ({' '.join(str(exc).split())[:300]}); "
+                                  "run the same command with --cuda_graphs off: it resumes from the last checkpoint") \
+                    from None
             self.graphs[key] = graph
             self.captured.append(key)
             self.capture_seconds += time.perf_counter() - began
@@ -172,13 +181,11 @@ class GraphedSteps:
     micro: int  # windows per micro-batch on this process
     accumulation: int
     max_grad_norm: float
-    strict: bool  # --cuda_graphs on: a failed capture is an error, not a fall back to eager steps
     runner: Any = None
     statics: dict[Any, StaticStep] = field(default_factory=dict)
     seen: Counter[Any] = field(default_factory=Counter)
     eager_steps: int = 0
     steps: int = 0
-    fallback: str | None = None  # why captures stopped (auto only), None while they work
     padding: float = 0.0  # the share of the run's computed tokens that are padding (dummy rows)
 
     def __post_init__(self) -> None:
@@ -216,23 +223,15 @@ class GraphedSteps:
         return total
 
     def run(self, key: Any, work: Callable[[], None]) -> None:
-        """`work` eagerly while it warms up (the run's first steps, a key's first step) or once captures failed,
-        else replayed from its graph."""
-        warm = self.steps < WARMUP_STEPS or self.seen[key] == 0 or self.fallback is not None
+        """`work` eagerly while it warms up (the run's first steps, a key's first step), else replayed from its
+        graph."""
+        warm = self.steps < WARMUP_STEPS or self.seen[key] == 0
         self.seen[key] += 1
         if warm:
             self.eager_steps += key[0] != "pass"
             self.runner.eager(work)
-            return
-        try:
+        else:
             self.runner.replay(key, work)
-        except RuntimeError as exc:
-            if self.strict or isinstance(exc, torch.cuda.OutOfMemoryError):
-                raise
-            self.fallback = " ".join(str(exc).split())[:200]
-            logger.warning(f"warning: capturing a CUDA graph failed ({self.fallback}); the run goes on with eager "
-                           "steps at the same layouts")
-            self.runner.eager(work)
 
     def forward_backward(self, static: StaticStep, update: bool) -> None:
         """A forward pass and its backward on the static inputs, its loss written to the static loss; the update after
@@ -254,8 +253,7 @@ class GraphedSteps:
     def record(self) -> dict[str, Any]:
         """What run_info.json records of the graphs: the plan, the graphs captured, eager steps, capture seconds."""
         return {"buckets": self.data.plan.as_dict(), "padding": self.padding, "graphs": len(self.runner.captured),
-                "eager_steps": self.eager_steps, "capture_seconds": round(self.runner.capture_seconds, 3),
-                "fell_back": self.fallback}
+                "eager_steps": self.eager_steps, "capture_seconds": round(self.runner.capture_seconds, 3)}
 
 
 @contextmanager
@@ -276,7 +274,7 @@ def plain_learning_rates(optimizer: Any) -> Iterator[None]:
 
 def graphed_steps(model: Any, optimizer: Any, scheduler: Any, dataset: Batches,
                   pieces_of: Callable[[int], list[list[int]]], total: int, micro: int, accumulation: int,
-                  max_grad_norm: float, buckets: int, strict: bool) -> GraphedSteps:
+                  max_grad_norm: float, buckets: int) -> GraphedSteps:
     """The graphed steps of a prepared run: its token buckets planned from the real tokens of every forward pass of
     its `total` steps (`pieces_of(step)`), laid out as `BucketedWindows` lays them out."""
     fixed = getattr(dataset, "fixed", None)
@@ -291,7 +289,6 @@ def graphed_steps(model: Any, optimizer: Any, scheduler: Any, dataset: Batches,
                 f"{', '.join(map(str, plan.dummy_rows))}); {100 * (1 - counts.sum() / padded):.1f}% of the run's "
                 "tokens are padding")
     steps = GraphedSteps(model, getattr(optimizer, "optimizer", optimizer), scheduler,
-                         BucketedWindows(cast(WindowDataset, dataset), plan), micro, accumulation, max_grad_norm,
-                         strict)
+                         BucketedWindows(cast(WindowDataset, dataset), plan), micro, accumulation, max_grad_norm)
     steps.padding = round(float(1 - counts.sum() / padded), 6)
     return steps

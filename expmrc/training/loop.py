@@ -476,7 +476,7 @@ def prepare_graphs(run: PreparedRun, config: TrainConfig, accelerator: Accelerat
         run.graphs = graphed_steps(run.model, run.optimizer, run.scheduler, run.dataset,
                                    lambda step: step_pieces(run.stream.indices(step), config, accelerator, run.chunk),
                                    run.total, run.micro, config.gradient_accumulation_steps, config.max_grad_norm,
-                                   config.graph_buckets, strict=config.cuda_graphs == "on")
+                                   config.graph_buckets)
 
 
 def default_buckets(max_length: int) -> tuple[int, ...]:

@@ -112,7 +112,7 @@ def test_a_graphed_tiny_run_predicts_what_the_unpadded_run_predicts(tiny, on_the
     assert [r["learning_rate"] for r in logged["graphed"]] == [r["learning_rate"] for r in logged["unpadded"]]
     record = read(runs["graphed"], "run_info.json")["cuda_graphs"]
     assert record["used"] is True and record["requested"] == "auto" and record["why"].startswith("auto on cpu:")
-    assert record["graphs"] >= 1 and record["eager_steps"] >= graphs.WARMUP_STEPS and record["fell_back"] is None
+    assert record["graphs"] >= 1 and record["eager_steps"] >= graphs.WARMUP_STEPS
     assert read(runs["unpadded"], "run_info.json")["cuda_graphs"] == {"requested": "off", "used": False,
                                                                        "why": "asked for off"}
     timing = read(runs["graphed"], "run_info.json")["timing"]  # where the run's time went, training and the rest
@@ -195,7 +195,7 @@ def test_the_learning_rate_is_a_tensor_the_schedule_fills_in_place_and_checkpoin
     optimizer = torch.optim.AdamW(module.parameters(), lr=3e-5)
     plain = torch.optim.AdamW(reference.parameters(), lr=3e-5)
     scheduler, plain_scheduler = (get_linear_schedule_with_warmup(o, 3, 10) for o in (optimizer, plain))
-    graphs.GraphedSteps(module, optimizer, scheduler, None, 1, 1, 1.0, strict=False)  # type: ignore[arg-type]
+    graphs.GraphedSteps(module, optimizer, scheduler, None, 1, 1, 1.0)  # type: ignore[arg-type]
     rate = optimizer.param_groups[0]["lr"]
     assert isinstance(rate, torch.Tensor) and rate.dtype == torch.float64  # float32 on CUDA, as the kernel reads it
     for _ in range(10):
@@ -254,3 +254,76 @@ def test_a_graphed_choice_model_trains_as_the_eager_one(tmp_path, on_the_cpu):
         trained.append(weights(model))
     assert largest_difference(*trained) <= 1e-5
     assert np.isfinite(result.last_loss)
+
+
+class FakeCuda:
+    """torch.cuda's graph calls as a record of what CudaGraphs asks for (no GPU here): streams, waits, captures and
+    replays."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[tuple] = []
+        self.fail = fail
+        fake = self
+
+        class Graph:
+            def replay(self) -> None:
+                fake.calls.append(("replay", id(self)))
+
+        class Capture:
+            def __init__(self, graph, pool=None, stream=None) -> None:
+                fake.calls.append(("capture", id(graph), pool, stream))
+
+            def __enter__(self) -> None:
+                return None
+
+            def __exit__(self, *exc) -> None:
+                if fake.fail:
+                    raise RuntimeError("operation not permitted when stream is capturing")
+
+        class Stream:
+            def __init__(self, device=None) -> None:
+                self.name = "side"
+
+            def wait_stream(self, other) -> None:
+                fake.calls.append(("wait", self.name, other.name))
+
+        class Current(Stream):
+            def __init__(self) -> None:
+                self.name = "current"
+
+        self.Graph, self.Capture, self.Stream, self.current = Graph, Capture, Stream, Current()
+
+    def install(self, monkeypatch) -> None:
+        from contextlib import nullcontext
+
+        monkeypatch.setattr(torch.cuda, "Stream", self.Stream)
+        monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
+        monkeypatch.setattr(torch.cuda, "CUDAGraph", self.Graph)
+        monkeypatch.setattr(torch.cuda, "graph", self.Capture)
+        monkeypatch.setattr(torch.cuda, "current_stream", lambda: self.current)
+        monkeypatch.setattr(torch.cuda, "stream", lambda s: (self.calls.append(("on", s.name)), nullcontext())[1])
+
+
+def test_cuda_graphs_warm_up_on_the_side_stream_capture_each_key_once_into_one_pool_and_replay(monkeypatch):
+    fake = FakeCuda()
+    fake.install(monkeypatch)
+    runner = graphs.CudaGraphs(torch.device("cuda"))
+    work = []
+    runner.eager(lambda: work.append("eager"))
+    assert fake.calls == [("wait", "side", "current"), ("on", "side"), ("wait", "current", "side")]
+    fake.calls.clear()
+    for key in ("a", "a", "b", "a"):
+        runner.replay(key, lambda k=key: work.append(k))
+    captures = [c for c in fake.calls if c[0] == "capture"]
+    assert len(captures) == 2 and all(c[2] == "pool" and c[3] is runner.stream for c in captures)
+    assert [c[0] for c in fake.calls] == ["capture", "replay", "replay", "capture", "replay", "replay"]
+    assert work == ["eager", "a", "b"] and runner.captured == ["a", "b"]  # a capture records the work, runs nothing
+
+
+def test_a_failed_capture_ends_the_run_in_one_line(monkeypatch):
+    FakeCuda(fail=True).install(monkeypatch)
+    runner = graphs.CudaGraphs(torch.device("cuda"))
+    with pytest.raises(ExpmrcError, match="^capturing a training step as a CUDA graph failed \\(operation not "
+                                          "permitted when stream is capturing\\); run the same command with "
+                                          "--cuda_graphs off: it resumes from the last checkpoint$"):
+        runner.replay("a", lambda: None)
