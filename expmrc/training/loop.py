@@ -57,7 +57,7 @@ RECOMPILE_LIMIT = 64  # compiled shapes per model: buckets x the micro-batch siz
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 PRECISIONS = ("auto", "no", "fp16", "bf16")
 MAX_EPOCHS = 1000  # far beyond any fine-tuning run; larger values are typos (or inf)
-GRAPH_BUCKETS = 6  # token buckets of a graphed run: each one graph captured, fewer pad more
+GRAPH_BUCKETS = 8  # token buckets of a graphed run: each one graph captured, fewer pad more (docs/benchmarks.md)
 
 
 @dataclass
