@@ -41,7 +41,8 @@ from expmrc.tasks import TaskSettings, TaskSpec
 from expmrc.training.config import BaselineConfig, Paths
 from expmrc.training.flags import parse_config
 from expmrc.training.graphs import resolve_graphs
-from expmrc.training.loop import TrainConfig, checkpoint_steps, make_accelerator, precision_record, train
+from expmrc.training.loop import (TrainConfig, checkpoint_steps, device_name, make_accelerator, precision_record,
+                                  train)
 from expmrc.training.select_forget import SelectAndForget, answerer_folder
 
 logger = logging.getLogger("expmrc")
@@ -525,7 +526,7 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
 def record_phases(run: BaselineRun) -> None:
     """The run's phases into its record's timing, and one log line of the time spent outside training."""
     phases = run.phases.as_dict()
-    run.info.setdefault("timing", {})["phases"] = phases
+    run.info.setdefault("timing", {}).update(phases=phases, device=device_name(run.accelerator.device))
     outside = {k: v for k, v in phases.items() if k not in ("training", "wall")}
     logger.info(f"{phases['wall']:.1f} s in all, {phases.get('training', 0.0):.1f} s of it training; the rest: "
                 + ", ".join(f"{name.replace('_', ' ')} {seconds:.1f} s" for name, seconds in outside.items()))

@@ -214,6 +214,13 @@ def device_kind(use_tpu: bool = False, cpu_only: bool = False) -> str:
     return "cpu"
 
 
+def device_name(device: torch.device) -> str:
+    """A device as run records and benchmarks name it: the GPU's model, else the CPU and its cores."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"CPU ({os.cpu_count()} cores)" if device.type == "cpu" else device.type
+
+
 def resolve_precision(requested: str, device: str) -> str:
     """The autocast precision a run uses: `auto` -> bf16 on GPUs (fp16 where bf16 is unsupported) and TPUs,
     no (FP32) elsewhere; fp16 on CPU is refused rather than silently run in FP32."""

@@ -135,3 +135,38 @@ def test_bad_inputs_are_one_line(tmp_path, argv, message):
     argv = [a.replace("STEPS", steps_file(tmp_path, {})) for a in argv]
     done = plan(*argv)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and message in done.stderr
+
+
+def run_record(tmp_path, name: str, phases: dict, device: str = H100, status: str = "finished") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps({"status": status, "timing": {"device": device, "phases": phases}}))
+    return str(path)
+
+
+def test_a_release_run_s_record_gives_the_measured_start_up(tmp_path):
+    steps = steps_file(tmp_path, {"cmrc2018": subset("span", 60.0, 3.0, 1.0), "c3": subset("choice", 100.0, 5.0, 1.0)})
+    record = run_record(tmp_path, "run_info.json", {"startup": 4.0, "model_load": 1.5, "training": 24.0,
+                                                     "prediction": 2.0, "scoring": 0.5, "wall": 34.0})
+    done = plan("--steps", steps, "--run-record", f"cmrc2018={record}")
+    assert done.returncode == 0, done.stderr
+    # 34 s of wall less 24 s of training and 2 s of prediction: 8 s, measured for cmrc2018 base on the same device
+    assert row(done.stdout, "cmrc2018", "base")[4] == "8.0" and row(done.stdout, "cmrc2018", "base")[-1] == "measured"
+    assert row(done.stdout, "c3", "base")[4].startswith("8.0 (")  # another subset: modelled from cmrc2018's
+    assert f"measured: cmrc2018's release run ({record}) outside training and prediction, on {H100}" in done.stdout
+
+
+@pytest.mark.parametrize("value, says", [
+    ("wiki=x.json", "--run-record takes SUBSET=FILE"), ("cmrc2018=/nowhere.json", "cannot read --run-record's JSON"),
+])
+def test_a_bad_run_record_is_one_line(tmp_path, value, says):
+    steps = steps_file(tmp_path, {"cmrc2018": subset("span", 60.0, 3.0, 1.0)})
+    done = plan("--steps", steps, "--run-record", value)
+    assert done.returncode == 2 and says in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_record_without_phases_or_unfinished_is_one_line(tmp_path):
+    steps = steps_file(tmp_path, {"cmrc2018": subset("span", 60.0, 3.0, 1.0)})
+    for record in (run_record(tmp_path, "old.json", {}), run_record(tmp_path, "running.json", {"wall": 3.0}, status="running"),
+                   run_record(tmp_path, "odd.json", {"wall": "x"})):
+        done = plan("--steps", steps, "--run-record", f"cmrc2018={record}")
+        assert done.returncode == 2 and "not a finished run's record with its time per phase" in done.stderr
