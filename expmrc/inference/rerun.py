@@ -13,6 +13,7 @@ and decodes them with the recorded settings. So a saved run re-predicts its own 
 from __future__ import annotations
 
 from contextlib import nullcontext
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from expmrc.data.datasets import Question
 from expmrc.data.runs import MODEL_DIR, RUN_INFO, RunRecord, check_schema
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import uses_token_types
+from expmrc.inference.buckets import BucketPlan, graphs_unavailable
 from expmrc.inference.predictor import PREDICT_BATCH_SIZE
 from expmrc.inference.task_predictor import Predicted, TaskPredictor
 from expmrc.models.backbones import load_task_model, resolve_source, training_record
@@ -111,7 +113,13 @@ class FineTuned:
             batch_size or (recorded_batch if isinstance(recorded_batch, int) and recorded_batch > 0
                            else PREDICT_BATCH_SIZE), autocast_for(record.get("mixed_precision"), on))
         self.predictor.check_fits(self.model, f"{folder / 'config.json'}: the recorded setting ")
-        self.model.use_attention(resolve_attention("auto", on.type, str(record.get("mixed_precision")), False)[0])
+        path = resolve_attention("auto", on.type, str(record.get("mixed_precision")), False)[0]
+        self.model.use_attention(path)
+        if record.get("graph_buckets") is not None and graphs_unavailable(on.type, str(record.get("mixed_precision")),
+                                                                          self.model.attention_path) is None:
+            # predicted in the graphed run's token buckets, as a predict-only run predicts where graphs run
+            self.predictor = replace(self.predictor, buckets=BucketPlan.from_record(record["graph_buckets"],
+                                                                                    f"{folder / 'config.json'}"))
         self.model.to(on).eval()
         self.name = str(folder)
 

@@ -21,7 +21,8 @@ from expmrc.data.datasets import load_dataset
 from expmrc.errors import ExpmrcError
 from expmrc.features.span import build_span_features
 from expmrc.features.windows import WindowDataset
-from expmrc.inference import buckets
+from expmrc.data.submissions import write_predictions
+from expmrc.inference import buckets, rerun
 from expmrc.inference.buckets import BucketPlan, choose_buckets
 from expmrc.models.backbones import load_task_model, resolve_source
 from expmrc.models.heads import LossSettings
@@ -101,7 +102,7 @@ def test_on_without_cuda_is_one_line_and_writes_nothing(tiny, capsys):
     assert not (output / "run_info.json").exists()
 
 
-def test_a_graphed_tiny_run_predicts_what_the_unpadded_run_predicts(tiny, on_the_cpu):
+def test_a_graphed_tiny_run_predicts_what_the_unpadded_run_predicts(tiny, on_the_cpu, monkeypatch):
     runs = {name: tiny["root"] / name for name in ("unpadded", "graphed")}
     assert run_guarded(run_span, run_flags(tiny, runs["unpadded"], "--attention=unpadded", "--cuda_graphs=off",
                                            "--max_steps=8")) == 0
@@ -129,6 +130,15 @@ def test_a_graphed_tiny_run_predicts_what_the_unpadded_run_predicts(tiny, on_the
     assert run_guarded(run_span, argv) == 0
     for name in ("dev_predictions.json", "dev_nbest.json"):
         assert (runs["graphed"] / "predict-only" / name).read_bytes() == (runs["graphed"] / name).read_bytes()
+    # and so does FineTuned (what `expmrc faithfulness` predicts with) where graphs run
+    monkeypatch.setattr(rerun, "graphs_unavailable", lambda device, precision, attention: None)
+    monkeypatch.setattr(rerun, "resolve_attention", lambda *args: ("unpadded", "as the run"))
+    again = rerun.FineTuned(str(runs["graphed"]))
+    assert again.predictor.buckets == plan
+    predicted = again.predict(load_dataset(str(tiny["dev"])).questions)
+    write_predictions(str(tiny["root"] / "again"), predicted.predictions, predicted.nbest)
+    for name in ("dev_predictions.json", "dev_nbest.json"):
+        assert (tiny["root"] / "again" / name).read_bytes() == (runs["graphed"] / name).read_bytes()
 
 
 def expected_plan(tiny) -> BucketPlan:
