@@ -219,7 +219,7 @@ def runs_per_gpu(args: argparse.Namespace, size: str) -> tuple[int, float, str, 
     k = max(gains, key=lambda j: gains[j])
     extra = sweep.get("extra_args", "").strip()
     how = (f"bench_sweep.py on {sweep['device']}, {sweep.get('packing_subset', '?')} runs "
-           f"{'with ' + extra if extra else 'eager'}, gains {', '.join(f'k={j}: {g:.2f}' for j, g in sorted(gains.items()))}")
+           f"{'with ' + extra if extra else 'as released'}, gains {', '.join(f'k={j}: {g:.2f}' for j, g in sorted(gains.items()))}")
     if gains[k] <= 1.0:
         return 1, 1.0, how, sweep.get("packing_subset")
     return k, gains[k], how, sweep.get("packing_subset")

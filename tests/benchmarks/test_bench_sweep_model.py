@@ -65,9 +65,9 @@ def test_measured_inputs_give_a_measured_base_sweep_and_the_best_packing(tmp_pat
     one_gpu = 35 * (90 + (20 + 300 + 6) + 935 + (25 + 100 + 6)) / 3600  # squad 26 - 6, c3 31 - 6
     assert f"base sweep: {one_gpu:.2f} GPU-hours one run a GPU (measured)" in out
     assert re.search(r"base sweep: .* with RUNS_PER_GPU=3 \(modelled\)", out)
-    assert ("RUNS_PER_GPU for base: 3 (gain 1.34; bench_sweep.py on NVIDIA H100 80GB HBM3, cmrc2018 runs eager, gains "
+    assert ("RUNS_PER_GPU for base: 3 (gain 1.34; bench_sweep.py on NVIDIA H100 80GB HBM3, cmrc2018 runs as released, gains "
             "k=1: 1.00, k=2: 1.30, k=3: 1.34)") in out
-    assert "gain: bench_sweep.py on NVIDIA H100 80GB HBM3, cmrc2018 runs eager, gains k=1: 1.00, k=2: 1.30, k=3: 1.34; " \
+    assert "gain: bench_sweep.py on NVIDIA H100 80GB HBM3, cmrc2018 runs as released, gains k=1: 1.00, k=2: 1.30, k=3: 1.34; " \
            "cmrc2018's, for the other subsets" in out
     assert "RUNS_PER_GPU for large: 1 (packing not measured for large: one run per GPU)" in out
 
