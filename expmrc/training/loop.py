@@ -478,6 +478,11 @@ def prepare_graphs(run: PreparedRun, config: TrainConfig, accelerator: Accelerat
     used, why = resolve_graphs(config.cuda_graphs, accelerator.device.type, str(accelerator.mixed_precision),
                                getattr(model, "attention_path", "padded"), accelerator.num_processes,
                                config.torch_compile, config.fused_kernels)
+    if used and not callable(getattr(run.dataset, "fixed", None)):
+        if config.cuda_graphs == "on":
+            raise ExpmrcError("--cuda_graphs on: the training data cannot be laid out at a fixed shape (windows of a "
+                              "feature table can)")
+        used, why = False, "auto: the training data cannot be laid out at a fixed shape"
     run.graphs_record = {"requested": config.cuda_graphs, "used": used, "why": why}
     if used:
         run.graphs = graphed_steps(run.model, run.optimizer, run.scheduler, run.dataset,

@@ -337,3 +337,42 @@ def test_a_failed_capture_ends_the_run_in_one_line(monkeypatch):
                                           "permitted when stream is capturing\\); run the same command with "
                                           "--cuda_graphs off: it resumes from the last checkpoint$"):
         runner.replay("a", lambda: None)
+
+
+def test_an_encoder_that_keeps_the_padded_path_runs_eagerly_and_on_is_one_line(tmp_path, on_the_cpu, capsys):
+    from helpers.span_data import make_span_file
+    from helpers.tiny_backbones import tiny_backbone
+
+    dev = make_span_file(tmp_path / "dev.json", 4, seed=2)
+    argv = ["--model_name_or_path", str(tiny_backbone("deberta-v2")), "--do_predict=True", f"--predict_file={dev}",
+            "--max_seq_length=64", "--doc_stride=16", "--max_query_length=16", "--attention=unpadded",
+            "--allow_unknown_tokens=True"]
+    assert run_guarded(run_span, [*argv, f"--output_dir={tmp_path / 'auto'}"]) == 0
+    record = read(tmp_path / "auto", "run_info.json")["cuda_graphs"]
+    assert record["used"] is False and record["why"] == ("auto: CUDA graphs replay the unpadded step; this run takes "
+                                                         "the padded path")
+    capsys.readouterr()
+    assert run_guarded(run_span, [*argv, f"--output_dir={tmp_path / 'on'}", "--cuda_graphs=on"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: --cuda_graphs on: CUDA graphs replay the unpadded step; this run takes the padded path (use "
+        "--cuda_graphs auto or off)")
+    assert not (tmp_path / "on" / "run_info.json").exists()
+
+
+def test_data_that_cannot_be_laid_out_trains_eagerly_or_is_one_line(tmp_path, on_the_cpu):
+    class Plain:  # items with no fixed shape
+        def __init__(self, data):
+            self.data = data
+
+        def __len__(self):
+            return len(self.data)
+
+        def batch(self, indices):
+            return self.data.batch(indices)
+
+    source, data = tiny_model_and_data(tmp_path, dropout=0.0)
+    _, result, _, _ = graphed_training(tmp_path, Plain(data), source, "auto", max_steps=2)
+    assert result.graphs == {"requested": "auto", "used": False,
+                             "why": "auto: the training data cannot be laid out at a fixed shape"}
+    with pytest.raises(ExpmrcError, match="^--cuda_graphs on: the training data cannot be laid out"):
+        graphed_training(tmp_path, Plain(data), source, "on", max_steps=2, cuda_graphs="on")
