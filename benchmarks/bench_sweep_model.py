@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,137 @@ SUBSETS = ("squad", "cmrc2018", "race", "c3")
 SIZES = ("base", "large")
 RUNS = 7 * 5  # λ values × seeds of the paper's sweep
 SHAPES = {"base": (768, 12), "large": (1024, 24)}  # hidden, layers (bench_gpu.py's shapes)
+MAX_RUNS_PER_GPU = 64  # as scripts/lambda_sweep.sh bounds RUNS_PER_GPU
+
+
+class Invalid(Exception):
+    """What is wrong with an input, where: `KEY.KEY: is ..., not ...`."""
+
+
+@dataclass(frozen=True)
+class Number:
+    """A finite JSON number (true and false are not numbers) from `least` (above it: `above`) to `most`."""
+
+    least: float = 0.0
+    most: float = 1e15
+    above: bool = False
+    whole: bool = False
+
+    def check(self, value: Any, where: str) -> None:
+        number = isinstance(value, int | float) and not isinstance(value, bool) and not (
+            isinstance(value, float) and not math.isfinite(value))  # a JSON integer is finite, however long
+        if not (number and (value > self.least if self.above else value >= self.least) and value <= self.most
+                and (not self.whole or value == int(value))):
+            bound = "above" if self.above else "of at least"
+            raise Invalid(f"{where} is {shown(value)}, not a {'whole ' if self.whole else ''}number {bound} "
+                          f"{self.least:g} and at most {self.most:g}")
+
+
+@dataclass(frozen=True)
+class Text:
+    """A string, or one of `values` where they are given."""
+
+    values: tuple[str, ...] = ()
+
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, str) or (self.values and value not in self.values):
+            raise Invalid(f"{where} is {shown(value)}, not {'one of ' + ', '.join(self.values) if self.values else 'text'}")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """true or false."""
+
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, bool):
+            raise Invalid(f"{where} is {shown(value)}, not true or false")
+
+
+@dataclass(frozen=True)
+class Record:
+    """An object with these keys (`optional` ones may be missing); keys it does not name are not read."""
+
+    required: dict[str, Any]
+    optional: dict[str, Any] = field(default_factory=dict)
+
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            raise Invalid(f"{where or 'the file'} is {shown(value)}, not an object")
+        for key, spec in self.required.items():
+            if key not in value:
+                raise Invalid(f"{where or 'the file'} has no {key!r}")
+            spec.check(value[key], joined(where, key))
+        for key, spec in self.optional.items():
+            if key in value:
+                spec.check(value[key], joined(where, key))
+
+
+@dataclass(frozen=True)
+class Table:
+    """An object whose keys are among `names` (or, with `counts`, whole numbers of runs from 1 to
+    MAX_RUNS_PER_GPU written as JSON keys are), each value `value`."""
+
+    value: Any
+    names: tuple[str, ...] = ()
+    counts: bool = False
+
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            raise Invalid(f"{where} is {shown(value)}, not an object")
+        for key, item in value.items():
+            if self.counts and not (key.isascii() and key.isdigit() and key[0] != "0"
+                                    and int(key) <= MAX_RUNS_PER_GPU):
+                raise Invalid(f"{where} has the key {key!r}, not a number of runs side by side (1 to "
+                              f"{MAX_RUNS_PER_GPU})")
+            if self.names and key not in self.names:
+                raise Invalid(f"{where} has {key!r}, which this model does not know (it knows {', '.join(self.names)})")
+            self.value.check(item, joined(where, key))
+
+
+@dataclass(frozen=True)
+class ListOf:
+    """A list, each item `item`."""
+
+    item: Any
+
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, list):
+            raise Invalid(f"{where} is {shown(value)}, not a list")
+        for i, item in enumerate(value):
+            self.item.check(item, f"{where}[{i}]")
+
+
+def shown(value: Any) -> str:
+    """A value as a message shows it: its JSON, cut short (an object or a list by its kind)."""
+    if isinstance(value, dict | list):
+        return "an object" if isinstance(value, dict) else "a list"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def joined(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+TFLOPS = Number(least=1e-3, most=1e6)  # a GFLOP/s to an exaFLOP/s
+SECONDS = Number(most=1e8)  # 3 years: a larger time is a broken file, and would overflow the sums
+COUNT = Number(least=0, above=True, whole=True)
+# What each input must hold, by the benchmark that wrote it; keys not named here are not read.
+STEPS_FILE = Record({"device": Text(), "subsets": Table(Record(
+    {"kind": Text(("span", "choice")), "computed_tokens": Number(above=True), "computed_token_length": Number(),
+     "dev_windows": COUNT, "epoch_windows": COUNT},
+    {"shapes": Table(Record({"train_seconds": Number(above=True, most=1e8), "predict_seconds": SECONDS,
+                             "decode_seconds": SECONDS}), names=(*SIZES, "tiny"))}), names=SUBSETS)},
+    {"command": Text(), "settings": Record({}, {"tiny": Flag()})})
+PACKING_FILE = Record({"device": Text()}, {
+    "subsets": Table(Record({"overhead": SECONDS}), names=SUBSETS),
+    "packing": Table(Record({"gain_train": Number(above=True, most=1000.0)}), counts=True),
+    "extra_args": Text(), "packing_subset": Text(SUBSETS)})
+RUN_RECORD = Record({"status": Text(("finished",)), "timing": Record(
+    {"phases": Record({"wall": SECONDS}, {"training": SECONDS, "prediction": SECONDS})}, {"device": Text()})})
+GPU_FILE = Record({"device": Text(), "cases": ListOf(Record(
+    {"shape": Text(), "task": Text(), "precision": Text(), "compile": Flag(), "model": Text(),
+     "step_ms": Number(above=True, most=1e9)}))}, {"seq": COUNT, "batch": COUNT})
 
 
 @dataclass
@@ -82,10 +214,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         "figure gives it (default 30, modelled)")
     parser.add_argument("--run-record", action="append", default=[], metavar="SUBSET=FILE",
                         help="a finished release run's run_info.json: its measured start-up (repeatable)")
-    parser.add_argument("--tflops", type=float, default=0.0, help="for runs bench_subset_steps.py did not time: "
+    parser.add_argument("--tflops", type=float, default=None, help="for runs bench_subset_steps.py did not time: "
                         "training at this many TFLOP/s on computed tokens (modelled; default: such runs are left out)")
     args = parser.parse_args(argv)
-    args.steps = read(parser, args.steps, "--steps")
+    for flag, value, spec in (("--startup", args.startup, SECONDS), ("--tflops", args.tflops, TFLOPS)):
+        if value is not None:
+            try:
+                spec.check(value, flag)
+            except Invalid as exc:
+                parser.error(str(exc))
+    args.steps = read(parser, args.steps, "--steps", STEPS_FILE)
     for subset in args.steps.get("subsets", {}).values():  # a --tiny measurement's toy model stands in for base
         if "tiny" in subset.get("shapes", {}):
             subset["shapes"] = {"base": subset["shapes"]["tiny"]}
@@ -94,41 +232,62 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         size, _, path = text.partition("=")
         if size not in SIZES or not path:
             parser.error(f"--packing takes SIZE=FILE with SIZE base or large; got {text!r}")
-        packing[size].append(read(parser, path, "--packing"))
+        packing[size].append(read(parser, path, "--packing", PACKING_FILE))
     args.packing = packing
-    args.gpu = read(parser, args.gpu, "--gpu") if args.gpu else None
+    args.gpu = read(parser, args.gpu, "--gpu", GPU_FILE) if args.gpu else None
     args.run_record = dict(run_startup(parser, text) for text in args.run_record)
     return args
 
 
 def run_startup(parser: argparse.ArgumentParser, text: str) -> tuple[str, tuple[float, str, str]]:
-    """SUBSET=FILE as (subset, (start-up seconds, device, file)): a finished run's wall less its training and
-    prediction (its record's timing.phases); one line for anything else."""
+    """SUBSET=FILE as (subset, (start-up seconds, device, file)): a finished release run's wall less its training
+    and prediction (its record's timing.phases); one line naming the file and the key otherwise."""
     name, _, path = text.partition("=")
     if name not in SUBSETS or not path:
         parser.error(f"--run-record takes SUBSET=FILE with SUBSET one of {', '.join(SUBSETS)}; got {text!r}")
+    if not Path(path).is_file():
+        parser.error(f"{path}: cannot read --run-record's JSON (not a regular file)")
     try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        parser.error(f"{path}: cannot read --run-record's JSON ({exc})")
-    timing = record.get("timing") if isinstance(record, dict) else None
-    phases = timing.get("phases") if isinstance(timing, dict) else None
-    numbers = isinstance(phases, dict) and all(isinstance(phases.get(k, 0.0), (int, float)) and
-                                               not isinstance(phases.get(k), bool) for k in ("wall", "training",
-                                                                                            "prediction"))
-    if record.get("status") != "finished" or not numbers or "wall" not in phases:
-        parser.error(f"{path}: not a finished run's record with its time per phase (timing.phases)")
+        record = json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=unique_keys)
+        RUN_RECORD.check(record, "")
+    except (OSError, ValueError, RecursionError) as exc:
+        parser.error(f"{path}: cannot read --run-record's JSON ({exc or type(exc).__name__})")
+    except Invalid as exc:
+        parser.error(f"{path} (--run-record): {exc}; a finished run's record with its time per phase (expmrc "
+                     "records timing.phases since issue 40)")
+    phases = record["timing"]["phases"]
     seconds = phases["wall"] - phases.get("training", 0.0) - phases.get("prediction", 0.0)
-    return name, (max(0.0, seconds), str(timing.get("device") or "an unnamed device"), path)
+    return name, (max(0.0, seconds), str(record["timing"].get("device") or "an unnamed device"), path)
 
 
-def read(parser: argparse.ArgumentParser, path: str, flag: str) -> dict[str, Any]:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused where it names a key twice (json keeps the last one silently)."""
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise Invalid(f"the key {key!r} is given twice in one object")
+        seen.add(key)
+    return dict(pairs)
+
+
+def read(parser: argparse.ArgumentParser, path: str, flag: str, spec: Record) -> dict[str, Any]:
+    """The JSON `path` holds, once it has every key this model reads, each of its type and in range (`spec`);
+    one line naming the file and the key otherwise."""
+    if not Path(path).is_file():  # a FIFO would block the read
+        what = "a folder" if Path(path).is_dir() else "not a regular file" if Path(path).exists() else "no such file"
+        parser.error(f"{path}: cannot read {flag}'s JSON ({what})")
     try:
-        value = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        parser.error(f"{path}: cannot read {flag}'s JSON ({exc})")
+        value = json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=unique_keys)
+    except (OSError, ValueError, RecursionError) as exc:
+        parser.error(f"{path}: cannot read {flag}'s JSON ({exc or type(exc).__name__})")
+    except Invalid as exc:
+        parser.error(f"{path}: {exc}")
     if not isinstance(value, dict) or "device" not in value:
         parser.error(f"{path}: not a benchmark's --json output (no device)")
+    try:
+        spec.check(value, "")
+    except Invalid as exc:
+        parser.error(f"{path} ({flag}): {exc}")
     return value
 
 
@@ -302,4 +461,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from expmrc.cli import run_guarded
+
+    sys.exit(run_guarded(main, None))  # stdout closed or on a full device: one line, exit 2

@@ -1,6 +1,6 @@
 """The one kind of registry every pluggable thing sits in: metrics, prompt templates, text-location policies,
-task kinds, commands, pseudo-label presets, LLM backends, evidence methods, support judges, statement templates and
-judge prompts.
+task kinds, commands, pseudo-label presets, LLM backends, evidence forms, evidence methods, support judges, statement
+templates and judge prompts.
 
 Names are unique (registering one twice is a programming error, raised at import); looking up a name that is
 not there is one line naming what was asked for and listing the choices (`expmrc.errors.ExpmrcError`).

@@ -16,6 +16,15 @@ usage_on_help "$@"
 cd "$REPO_ROOT" || exit 2
 SEEDS="${SEEDS:-0 1 2}"
 THREADS="${THREADS:-1 2}"
+read -r -d '' -a seed_list <<< "$SEEDS" || true
+read -r -d '' -a thread_list <<< "$THREADS" || true
+[ "${#seed_list[@]}" -gt 0 ] && [ "${#thread_list[@]}" -gt 0 ] || die "SEEDS and THREADS must each name at least one value"
+for seed in "${seed_list[@]}"; do  # each refused in one line before any test runs
+  [[ "$seed" =~ ^[0-9]{1,6}$ ]] || die "SEEDS must be whole numbers from 0 to 999999 separated by spaces, got '$seed'"
+done
+for threads in "${thread_list[@]}"; do
+  [[ "$threads" =~ ^[1-9][0-9]{0,2}$ ]] || die "THREADS must be whole numbers from 1 to 999 separated by spaces, got '$threads'"
+done
 if [ -n "${FIGURES:-}" ]; then
   : >"$FIGURES" || die "cannot write FIGURES=$FIGURES"
 else
@@ -23,8 +32,8 @@ else
   trap 'rm -f "$FIGURES"' EXIT
 fi
 failed=()
-for seed in $SEEDS; do
-  for threads in $THREADS; do
+for seed in "${seed_list[@]}"; do
+  for threads in "${thread_list[@]}"; do
     echo "== EXPMRC_TEST_SEED=$seed EXPMRC_TEST_THREADS=$threads" >&2
     start=$SECONDS
     if ! EXPMRC_TEST_SEED="$seed" EXPMRC_TEST_THREADS="$threads" EXPMRC_TEST_FIGURES="$FIGURES" \

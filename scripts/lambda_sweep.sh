@@ -17,7 +17,7 @@
 # GPUS          "0 1 2 3": independent runs side by side on these GPUs (each run with CUDA_VISIBLE_DEVICES set to
 #               its GPU, its output in RUN_DIR/sweep.log); default CUDA_VISIBLE_DEVICES, else every GPU nvidia-smi
 #               lists. GPUS="" runs on whatever device there is. See docs/training.md for when one multi-GPU run is better.
-# RUNS_PER_GPU  N (default 1): N independent runs share each listed GPU at a time (with GPUS="", N at a time on the
+# RUNS_PER_GPU  N (default 1, at most 64): N independent runs share each listed GPU at a time (with GPUS="", N at a time on the
 #               one device). Pays for small models run eagerly, whose single run leaves the GPU idle between kernel
 #               launches; not for compiled runs (--torch_compile True) on an H100, where three side by side trained at
 #               0.95x the throughput of one (1.43x on an H200), nor for large models (docs/benchmarks.md, "GPU-hours
@@ -28,14 +28,17 @@
 #               that starts when every task has ended (--dependency=afterany); the job scripts and logs go to
 #               OUTPUT_ROOT/.slurm/, DRY_RUN=1 prints them. The same command again submits only unfinished runs
 #               (none left: it runs `expmrc collect` here).
-# GPUS_PER_TASK slurm: GPUs each array task asks for (--gres=gpu:N, default 1; 0: none). Under launch_multi_gpu.sh
+# GPUS_PER_TASK slurm: GPUs each array task asks for (--gres=gpu:N, default 1, at most 64; 0: none). Under launch_multi_gpu.sh
 #               (one run over several GPUs) set it to NUM_GPUS: each task then runs RUNS_PER_GPU runs on all of them.
-# SLURM_ARGS    slurm: more #SBATCH options, e.g. "--partition=gpu --time=04:00:00 --account=nlp"; sbatch's own
+# SLURM_ARGS    slurm: more #SBATCH options, e.g. "--partition=gpu --time=04:00:00 --account=nlp", split as the
+#               shell splits words ('--comment "two words"' keeps its value whole); sbatch's own
 #               SBATCH_* variables (SBATCH_PARTITION, ...) work too. On Cloud TPU VMs there is no scheduler: run
 #               `bash scripts/launch_tpu_vm.sh scripts/lambda_sweep.sh` on the VM (one run at a time on all its chips).
 # Everything run_<SUBSET>.sh reads passes through: PLM_PATH, DATA_PATH, SIZE, TRAIN_FILE, PREDICT_FILE,
 # EXTRA_ARGS (e.g. "--max_steps 4" for a smoke sweep), LAUNCH, MIXED_PRECISION, ... DRY_RUN=1 prints
-# the commands and the GPU each run would get. A failed run (out of memory included) does not stop the others; the
+# the commands and the GPU each run would get. Before anything is submitted or run, every number above is checked
+# against its range, and the model (a folder, or a Hub id in the Hugging Face cache or on the Hub) and both data
+# files must be there (DRY_RUN=1 only warns); each problem is one line and exit 2. A failed run (out of memory included) does not stop the others; the
 # summary names each failed run with the last line of its log, and the script exits 1 at the end if any failed.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -47,30 +50,51 @@ case "$SUBSET" in
   *) die "SUBSET must be one of squad, cmrc2018, race, c3; got '$SUBSET'" ;;
 esac
 
-# ---- input checks: the numbers the sweep counts with or passes to every run, each refused in one line (exit 2)
-# before anything runs. Whole numbers are read as decimal (08 is 8: bash arithmetic would take it for octal).
-whole_number() {  # whole_number NAME LEAST: $NAME must be a whole number of at least LEAST; stored without leading zeros
-  local value="${!1}"
-  [[ "$value" =~ ^[0-9]{1,9}$ ]] && [ "$((10#$value))" -ge "$2" ] ||
-    die "$1 must be a whole number of at least $2, got '$value'"
-  printf -v "$1" '%d' "$((10#$value))"
+# ---- input checks: every number the sweep counts with or passes to its runs, each refused in one line (exit 2)
+# before anything runs (whole_number, decimal, switch and check_run_settings are _common.sh's)
+words() {  # words NAME ARRAY: $NAME split at spaces, tabs and line breaks into ARRAY (no globbing: '*' stays '*')
+  read -r -d '' -a "$2" <<< "${!1}" || true
 }
+first_repeat() {  # first_repeat VALUE...: the first value that equals one before it as a number (0.10 is 0.1), if any
+  printf '%s\n' "$@" | LC_ALL=C awk '{ key = sprintf("%.17g", $1 + 0) " " $2; if (key in seen) { print; exit } seen[key] = 1 }'
+}
+check_run_settings
+switch COLLECT 1
+command -v "$PYTHON" > /dev/null || die "PYTHON=$PYTHON: no such program"
+read -r -a launch <<< "${LAUNCH:-$PYTHON}"  # as run_subset splits it
+[ -n "${launch[0]:-}" ] && command -v "${launch[0]}" > /dev/null || die "LAUNCH='$LAUNCH': no such program"
 RUNS_PER_GPU="${RUNS_PER_GPU:-1}"
-whole_number RUNS_PER_GPU 1
+whole_number RUNS_PER_GPU 1 64
 LAMBDAS="${LAMBDAS:-0 0.01 0.05 0.1 0.2 0.5 1.0}"
-for lambda in $LAMBDAS; do  # each a number >= 0, as --loss_lambda takes it (0.1, 1, .5, 1e-3)
-  [[ "$lambda" =~ ^([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$ ]] ||
-    die "LAMBDAS must be numbers of at least 0 separated by spaces, got '$lambda' in '$LAMBDAS'"
+words LAMBDAS lambdas
+for lambda in "${lambdas[@]}"; do  # each a number from 0, as --loss_lambda takes it (0.1, 1, .5, 1e-3)
+  is_decimal "$lambda" 0 1000000 ||
+    die "LAMBDAS must be numbers from 0 to 1000000 separated by spaces, got '$lambda' in '$LAMBDAS'"
 done
 if [ -z "${SEEDS:-}" ]; then
   NUM_SEEDS="${NUM_SEEDS:-5}"
-  whole_number NUM_SEEDS 1
+  whole_number NUM_SEEDS 1 1000
   SEEDS="$(seq -s ' ' 1 "$NUM_SEEDS")"
 fi
-for seed in $SEEDS; do
-  [[ "$seed" =~ ^[0-9]{1,9}$ ]] || die "SEEDS must be whole numbers separated by spaces, got '$seed' in '$SEEDS'"
+words SEEDS seeds
+for i in "${!seeds[@]}"; do  # numpy's seeds end at 2^32 - 1; read as decimal, so 01 is seed 1
+  [[ "${seeds[i]}" =~ ^[0-9]{1,10}$ ]] && [ "$((10#${seeds[i]}))" -le 4294967295 ] ||
+    die "SEEDS must be whole numbers from 0 to 4294967295 separated by spaces, got '${seeds[i]}' in '$SEEDS'"
+  seeds[i]="$((10#${seeds[i]}))"
 done
-[ -n "${LAMBDAS// /}" ] && [ -n "${SEEDS// /}" ] || die "LAMBDAS and SEEDS must each name at least one value"
+[ "${#lambdas[@]}" -gt 0 ] && [ "${#seeds[@]}" -gt 0 ] || die "LAMBDAS and SEEDS must each name at least one value"
+repeat="$(first_repeat "${lambdas[@]}")"
+[ -z "$repeat" ] || die "LAMBDAS names $repeat twice (as a number): two runs would train it with the same seed"
+repeat="$(first_repeat "${seeds[@]}")"
+[ -z "$repeat" ] || die "SEEDS names $repeat twice: two runs would train the same seed"
+if [ -n "${GPUS:-}" ]; then  # as CUDA_VISIBLE_DEVICES takes them: indices, or GPU-/MIG- UUIDs; commas as well
+  GPUS="${GPUS//,/ }"
+  words GPUS listed
+  for gpu in "${listed[@]}"; do
+    [[ "$gpu" =~ ^([0-9]{1,4}|(GPU|MIG)-[[:alnum:]/-]+)$ ]] ||
+      die "GPUS must be GPU indices (or GPU-/MIG- UUIDs) separated by spaces or commas, got '$gpu' in '$GPUS'"
+  done
+fi
 # ---- end of input checks
 SCHEDULER="${SCHEDULER:-local}"
 case "$SCHEDULER" in
@@ -80,6 +104,7 @@ case "$SCHEDULER" in
 esac
 
 OUTPUT_ROOT="${OUTPUT_ROOT:-runs/lambda-sweep-$SUBSET}"
+[ ! -e "$OUTPUT_ROOT" ] || [ -d "$OUTPUT_ROOT" ] || die "OUTPUT_ROOT=$OUTPUT_ROOT: is a file, not a folder"
 
 finished() {  # finished RUN_DIR: its run_info.json says "finished"
   [ -f "$1/run_info.json" ] && "$PYTHON" -c 'import json, sys
@@ -102,14 +127,20 @@ done
 
 runs=()  # "LAMBDA SEED" of every run of the sweep: SWEEP_RUNS, else LAMBDAS x SEEDS
 if [ -n "${SWEEP_RUNS:-}" ]; then
-  for run in $SWEEP_RUNS; do
-    [[ "$run" =~ ^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?:[0-9]+$ ]] ||
+  words SWEEP_RUNS items
+  [ "${#items[@]}" -gt 0 ] || die "SWEEP_RUNS names no run (LAMBDA:SEED items separated by spaces, such as '0.1:1 0.5:3')"
+  for run in "${items[@]}"; do
+    lambda="${run%%:*}" seed="${run#*:}"
+    [[ "$run" == *:* && "$seed" =~ ^[0-9]{1,10}$ ]] && is_decimal "$lambda" 0 1000000 &&
+      [ "$((10#$seed))" -le 4294967295 ] ||
       die "SWEEP_RUNS takes LAMBDA:SEED items separated by spaces, such as '0.1:1 0.5:3'; got '$run'"
-    runs+=("${run/:/ }")
+    runs+=("$lambda $((10#$seed))")
   done
+  repeat="$(first_repeat "${runs[@]}")"
+  [ -z "$repeat" ] || die "SWEEP_RUNS names the run '${repeat/ /:}' twice (as numbers): two runs would write one folder"
 else
-  for lambda in $LAMBDAS; do
-    for seed in $SEEDS; do runs+=("$lambda $seed"); done
+  for lambda in "${lambdas[@]}"; do
+    for seed in "${seeds[@]}"; do runs+=("$lambda $seed"); done
   done
 fi
 
@@ -125,6 +156,13 @@ for run in "${runs[@]}"; do
     pending+=("$lambda $seed")
   fi
 done
+
+if [ "${#pending[@]}" -gt 0 ]; then  # what every pending run reads, before anything is submitted or started
+  check_run_inputs "$SUBSET"
+fi
+if [ "${DRY_RUN:-0}" != 1 ]; then
+  mkdir -p -- "$OUTPUT_ROOT" 2> /dev/null && [ -w "$OUTPUT_ROOT" ] || die "OUTPUT_ROOT=$OUTPUT_ROOT: cannot write this folder"
+fi
 
 # ---- SCHEDULER=slurm: the pending runs as one job array, collect after it (scripts/_slurm.sh) ----------------------
 if [ "$SCHEDULER" = slurm ] && [ "${#pending[@]}" -gt 0 ]; then
@@ -160,7 +198,9 @@ run_one() {  # run_one LAMBDA SEED SLOT: one run (resuming it if unfinished); a 
   else
     env "${vars[@]}" bash "$HERE/run_$SUBSET.sh" || status=$?
   fi
-  if [ "$status" != 0 ]; then
+  if [ "$status" != 0 ] && [ "${DRY_RUN:-0}" = 1 ]; then
+    exit "$status"  # a dry run trains nothing: the run script refused (its line said why), so does the sweep
+  elif [ "$status" != 0 ]; then
     echo "run failed: $run_dir (exit $status; the sweep goes on; rerun the same command to retry it)" >&2
     echo "$run_dir" >> "$state/failed"
   fi

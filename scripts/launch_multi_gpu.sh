@@ -21,9 +21,21 @@ shift
 [ -f "$script" ] || die "$script: no such script"
 if [ -z "${NUM_GPUS:-}" ]; then
   NUM_GPUS="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"
-  [ "$NUM_GPUS" -ge 1 ] || die "no GPU found by nvidia-smi; set NUM_GPUS"
+  [ "${NUM_GPUS:-0}" != 0 ] || die "no GPU found by nvidia-smi; set NUM_GPUS"
 fi
-machines="${NUM_MACHINES:-1}"
+whole_number NUM_GPUS 1 64  # each number refused in one line, before anything is launched (_common.sh)
+NUM_MACHINES="${NUM_MACHINES:-1}"
+whole_number NUM_MACHINES 1 4096
+machines="$NUM_MACHINES"
+if [ "$machines" -gt 1 ]; then
+  require MAIN_ADDR
+  [[ "$MAIN_ADDR" =~ ^[[:alnum:]._:-]+$ ]] || die "MAIN_ADDR must be a host name or address, got '$MAIN_ADDR'"
+  MACHINE_RANK="${MACHINE_RANK:-0}"
+  whole_number MACHINE_RANK 0 $((machines - 1))
+  MAIN_PORT="${MAIN_PORT:-29500}"
+  whole_number MAIN_PORT 1 65535
+fi
+[[ "$PYTHON" != *[[:space:]]* ]] || die "PYTHON=$PYTHON: a path with a space, which the launch command cannot hold"
 case "${LAUNCHER:-accelerate}" in
   accelerate)
     launch="$PYTHON -m accelerate.commands.launch --num_processes $((NUM_GPUS * machines)) --num_machines $machines"
@@ -33,15 +45,13 @@ case "${LAUNCHER:-accelerate}" in
     esac
     if [ $((NUM_GPUS * machines)) -gt 1 ]; then launch+=" --multi_gpu"; fi
     if [ "$machines" -gt 1 ]; then
-      require MAIN_ADDR
-      launch+=" --machine_rank ${MACHINE_RANK:-0} --main_process_ip $MAIN_ADDR --main_process_port ${MAIN_PORT:-29500}"
+      launch+=" --machine_rank $MACHINE_RANK --main_process_ip $MAIN_ADDR --main_process_port $MAIN_PORT"
     fi
     ;;
   torchrun)
     launch="$PYTHON -m torch.distributed.run --nproc_per_node $NUM_GPUS --nnodes $machines"
     if [ "$machines" -gt 1 ]; then
-      require MAIN_ADDR
-      launch+=" --node_rank ${MACHINE_RANK:-0} --master_addr $MAIN_ADDR --master_port ${MAIN_PORT:-29500}"
+      launch+=" --node_rank $MACHINE_RANK --master_addr $MAIN_ADDR --master_port $MAIN_PORT"
     fi
     ;;
   *) die "LAUNCHER must be accelerate or torchrun, got '$LAUNCHER'" ;;

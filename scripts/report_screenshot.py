@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 from PIL import Image
 
@@ -22,21 +23,37 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the headless-browser driver lives with the tests
 
+from expmrc.errors import OneLineParser  # noqa: E402
 from expmrc.reports.html import build_report  # noqa: E402
 from expmrc.reports.pages import write_page  # noqa: E402
 from helpers.browser import Browser  # noqa: E402
 
 
+def pixels(text: str) -> int:
+    """A window side in pixels: a whole number from 200 to 8000."""
+    if not text.isdigit() or not 200 <= int(text) <= 8000:
+        raise argparse.ArgumentTypeError(f"must be a whole number of pixels from 200 to 8000, got {text!r}")
+    return int(text)
+
+
+def refuse(message: str) -> NoReturn:
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="report_screenshot.py", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", default=str(ROOT / "docs" / "img" / "report.png"))
-    parser.add_argument("--width", type=int, default=1200)
-    parser.add_argument("--height", type=int, default=820)
+    parser.add_argument("--width", type=pixels, default=1200)
+    parser.add_argument("--height", type=pixels, default=820)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         other = str(Path(tmp) / "squad-answer-sentence.json")
-        subprocess.run([sys.executable, "-m", "expmrc.cli", "evidence", "--method", "answer-sentence", "squad",
-                        "--output", other], check=True, cwd=ROOT, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        made = subprocess.run([sys.executable, "-m", "expmrc.cli", "evidence", "--method", "answer-sentence", "squad",
+                               "--output", other], cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        if made.returncode:  # its own one line (no $EXPMRC_DATA, no Punkt, ...)
+            refuse((made.stderr.strip().splitlines() or [f"error: expmrc evidence failed (exit {made.returncode})"])[-1])
         html, _ = build_report("squad", [str(ROOT / "sample_submission" / "squad.json"), other],
                                names=["most-similar-question", "answer-sentence"])
         page = str(Path(tmp) / "report.html")
@@ -52,7 +69,10 @@ def main() -> None:
             browser.screenshot(shot)
             if browser.errors:
                 sys.exit(f"the page reported errors: {browser.errors}")
-        Image.open(shot).convert("RGB").quantize(colors=64).save(args.output, optimize=True)
+        try:
+            Image.open(shot).convert("RGB").quantize(colors=64).save(args.output, optimize=True)
+        except (OSError, ValueError) as exc:
+            refuse(f"error: {args.output}: cannot write the screenshot ({exc})")
     print(f"wrote {args.output} ({Path(args.output).stat().st_size:,d} bytes)")
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 from expmrc.cli.args import add_resampling_arguments, integer_in
-from expmrc.cli.judge import add_judge_arguments
+from expmrc.cli.judge_flags import add_judge_arguments
 from expmrc.data import subsets
 from expmrc.data.datasets import load_dataset
 from expmrc.errors import ExpmrcError, warn
@@ -71,8 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from expmrc.cli.judge import judge_config, judge_each, stopped
     from expmrc.llm.fetch import Interrupted
+    from expmrc.llm.judges import JudgeConfig, judge_each, stopped_line
 
     if not args.systems:
         raise ExpmrcError("compare needs a baseline and at least one system submission; got only "
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             raise ExpmrcError(f"{path}: the baseline is also listed as a system; a submission compared with itself "
                               "tells nothing")
     settings = Resampling(args.ci_resamples, args.seed, args.confidence)
-    config = judge_config(args) if args.judge else None
+    config = JudgeConfig.from_flags(vars(args)) if args.judge else None
     dataset = load_dataset(args.dataset, args.subset)
     metrics = select(args.metrics, dataset)
     baseline = score_files(dataset, args.baseline, metrics)
@@ -94,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             supports = judge_each(config, settings, [(dataset, path) for path in [args.baseline, *args.systems]])
         except Interrupted as stop:
-            return stopped(stop.status, stop.cached, stop.total, config)
+            print(stopped_line(stop.status, stop.cached, stop.total, config), file=sys.stderr)
+            return stop.status
         for result, support in zip(results, supports[1:]):
             result[KEY] = compare_support(supports[0], support, args.test, settings, args.trials)
     if supports and (line := supports[0].check.warning()) is not None:

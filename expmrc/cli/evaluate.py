@@ -7,7 +7,7 @@ import json
 import sys
 
 from expmrc.cli.args import add_resampling_arguments
-from expmrc.cli.judge import add_judge_arguments
+from expmrc.cli.judge_flags import add_judge_arguments
 from expmrc.data import subsets
 from expmrc.data.datasets import Dataset, load_dataset
 from expmrc.data.io import check_output_path, write_text_atomic
@@ -78,14 +78,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from expmrc.cli.judge import judge_config, judge_each, stopped
     from expmrc.llm.fetch import Interrupted
+    from expmrc.llm.judges import JudgeConfig, judge_each, stopped_line
 
     if len(args.pairs) % 2:
         raise ExpmrcError(f"expected DATASET PREDICTIONS pairs, got {len(args.pairs)} paths (an odd number)")
     if args.details:
         check_output_path(args.details, "file", inputs=args.pairs)
-    config = judge_config(args) if args.judge else None
+    config = JudgeConfig.from_flags(vars(args)) if args.judge else None
     reports, datasets = _score_pairs(args)
     settings = _resampling(args)
     supports: list[Support | None] = [None] * len(reports)
@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
             supports = list(judge_each(config, settings or Resampling(), [(d, r.prediction_path)
                                                                           for d, r in zip(datasets, reports)]))
         except Interrupted as stop:
-            return stopped(stop.status, stop.cached, stop.total, config)
+            print(stopped_line(stop.status, stop.cached, stop.total, config), file=sys.stderr)
+            return stop.status
     ci = [intervals(r, settings) for r in reports] if settings else [{} for _ in reports]
     sig = signature(reports, settings.describe()) if settings else signature(reports)
     if args.details:

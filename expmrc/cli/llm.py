@@ -7,13 +7,12 @@ import os
 import shlex
 import sys
 import time
-from typing import Any
 
 from expmrc.cli.args import integer_in, number_in
-from expmrc.cli.judge import add_judge_arguments
+from expmrc.cli.judge_flags import add_judge_arguments
 from expmrc.data import subsets
 from expmrc.llm.backends import BACKENDS
-from expmrc.llm.citations import FORMS
+from expmrc.llm.forms import DEFAULT_FORM, FORMS
 from expmrc.llm.config import LLMConfig
 from expmrc.llm.prompts import TEMPLATES
 
@@ -65,7 +64,7 @@ examples:
   expmrc llm squad --model gpt-4o-mini --export-batch squad-batch.jsonl          # then, with the provider's output:
   expmrc llm squad --model gpt-4o-mini --import-batch squad-batch-out.jsonl --output runs/squad-batch
 """.format(templates="\n".join(f"  {t.name:<22}{t.task} questions in {t.language}, evidence "
-                                         f"{'cited by sentence number' if t.evidence_form == 'ids' else 'quoted'}"
+                                         f"{FORMS[t.evidence_form].phrase}"
                                          f"{', reasoning first' if t.reasoning else ''}" for t in TEMPLATES.values()))
 
 
@@ -112,9 +111,9 @@ def _add_endpoint_arguments(parser: argparse.ArgumentParser, config: LLMConfig) 
 def _add_prompt_arguments(parser: argparse.ArgumentParser, config: LLMConfig) -> None:
     """What the model is asked: the template, evidence form, prompt, system turn, structured output and shots."""
     parser.add_argument("--template", choices=tuple(TEMPLATES), help="a registered prompt template (see above)")
-    parser.add_argument("--evidence-form", choices=FORMS,
-                        help="quote: the evidence copied from the passage; ids: the passage's sentences numbered, the "
-                             "evidence cited by number (default: the --template's own, else quote)")
+    parser.add_argument("--evidence-form", choices=FORMS.names(),
+                        help="; ".join(f"{name}: {form.summary}" for name, form in FORMS.items())
+                        + f" (default: the --template's own, else {DEFAULT_FORM})")
     parser.add_argument("--prompt", metavar="FILE", help="a Jinja2 template of your own for the user message; "
                         "variables: passage, question, options (label, text), task, language")
     parser.add_argument("--system-prompt", metavar="TEXT|FILE",
@@ -198,7 +197,7 @@ def resume_command(args: argparse.Namespace) -> str:
 
 def stopped_line(args: argparse.Namespace, config: LLMConfig, status: int, cached: int, total: int) -> str:
     """The one line an interrupted run ends with: how many replies are cached and the command that resumes."""
-    from expmrc.llm.run import cache_path
+    from expmrc.llm.cache import cache_path
 
     word = "interrupted" if status == 130 else "terminated"
     where = cache_path(config)
@@ -207,29 +206,12 @@ def stopped_line(args: argparse.Namespace, config: LLMConfig, status: int, cache
     return f"{word}: {cached} of {total} replies are cached in {where}; resume with: {resume_command(args)}"
 
 
-def support_judge(args: argparse.Namespace, config: LLMConfig) -> Any:
-    """--judge: the judge loaded (or its backend made) before any request, and what judges the grounded run."""
-    from expmrc.cli.judge import judge_config
-    from expmrc.data.runs import LLM_GROUNDED
-    from expmrc.llm.judges import judge_submissions, make_judge
-    from expmrc.scoring.stats import Resampling
-    from expmrc.text.grounding import MISSING
-
-    settings = judge_config(args)
-    judge = make_judge(settings)
-
-    def judged(dataset: Any, grounded: dict[str, Any], details: dict[str, Any]) -> Any:
-        statuses = {q.qid: (details.get(q.qid) or {}).get("evidence", {}).get("status", MISSING)
-                    for q in dataset.questions}
-        path = os.path.join(config.run_dir, LLM_GROUNDED)
-        return judge_submissions(dataset, [(path, grounded, statuses)], judge, settings.statement, Resampling())[0]
-    return judged
-
-
 def run(args: argparse.Namespace) -> int:
+    from expmrc.data.runs import LLM_GROUNDED
     from expmrc.errors import ExpmrcError, Terminated
     from expmrc.llm import run as llm
     from expmrc.llm.fetch import Interrupted
+    from expmrc.llm.judges import JudgeConfig, grounded_judge
 
     start = time.time()
     config = LLMConfig.from_flags({**vars(args), "command": tuple(getattr(args, "command_line", ()) or ())})
@@ -237,7 +219,8 @@ def run(args: argparse.Namespace) -> int:
         raise ExpmrcError("--judge with --export-batch: nothing is judged until the replies are imported "
                           "(--import-batch)")
     prepared = llm.prepare(config)
-    judged = support_judge(args, config) if args.judge else None
+    judged = grounded_judge(JudgeConfig.from_flags(vars(args)), os.path.join(config.run_dir, LLM_GROUNDED)) \
+        if args.judge else None
     if config.export_batch:
         from expmrc.llm.batch import export_batch
 

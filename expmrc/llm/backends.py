@@ -398,3 +398,13 @@ BACKENDS: Registry[BackendKind] = Registry.of("backend", {
     "transformers": BackendKind(_transformers_backend, remote=False,
                                 summary="a local causal LM with a chat template (a folder or Hub id), run by transformers"),
 })
+
+
+def make_backend(args: LLMConfig) -> Backend:
+    """The backend the flags name (a registered one, perhaps the user's own: one that lacks a member of the
+    `Backend` contract is refused in one line); the API key comes from the environment only."""
+    backend = BACKENDS.lookup(args.backend, "--backend: ").make(args)
+    if missing := [name for name in CONTRACT if not hasattr(backend, name)]:
+        raise ExpmrcError(f"--backend {args.backend}: {type(backend).__name__} lacks {', '.join(missing)}, which "
+                          "every backend has (expmrc.llm.backends.Backend)")
+    return backend

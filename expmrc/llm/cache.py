@@ -24,6 +24,7 @@ from typing import Any
 
 from expmrc.errors import ExpmrcError
 from expmrc.llm.completion import Reply
+from expmrc.llm.config import LLMConfig
 
 FORMAT, VERSION = "expmrc-llm-cache", 2
 TABLE, OLD_TABLE = "responses", "replies"  # replies: version 1, keyed without the server
@@ -36,6 +37,14 @@ def default_cache_path() -> Path:
         return Path(os.environ["EXPMRC_CACHE"]) / "llm-responses.sqlite"
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return root / "expmrc" / "llm-responses.sqlite"
+
+
+def cache_path(args: LLMConfig) -> str | None:
+    """The response cache a run (or a chat judge) reads and writes, or None (--no-cache, or replies from a Batch
+    file)."""
+    if args.no_cache or args.import_batch or args.export_batch:
+        return None
+    return str(args.cache or default_cache_path())
 
 
 def _digest(value: Any, ascii_only: bool = True) -> str:

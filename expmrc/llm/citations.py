@@ -24,7 +24,6 @@ from expmrc.text.grounding import EXACT, MISSING, UNVERIFIED, Grounded, Groundin
 from expmrc.text.locate import find
 from expmrc.text.sentences import Sentence, split_sentences
 
-FORMS = ("quote", "ids")  # how a template asks for evidence: quoted text, or sentence numbers
 SENTENCE_RULE = "refined"
 SHOWN_INVALID = 20  # numbers naming no sentence kept in a record (the count covers them all)
 SHOWN_CHARS = 24  # of each, as written

@@ -22,7 +22,7 @@ class LLMConfig:
     base_url: str = "https://api.openai.com/v1"
     api_key_env: str = "OPENAI_API_KEY"  # the environment variable holding the key (the key itself is never kept)
     template: str | None = None
-    evidence_form: str | None = None  # "quote" or "ids"; None: the --template's own, else quote
+    evidence_form: str | None = None  # a name of FORMS (expmrc/llm/forms.py); None: the --template's own, else quote
     prompt: str | None = None
     system_prompt: str | None = None  # the system message instead of the template's: a file's text, else this text
     no_system: bool = False  # no system turn: its text goes at the head of the first user turn

@@ -69,17 +69,18 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float 
     """One reply read and scored as `expmrc llm` reads and scores it: answer F1 (accuracy for multiple
     choice), evidence F1 and overall as `expmrc evaluate --details` gives them (0-1), and whether grounding finds
     the evidence verbatim (only form differs) and whether it does not trust it (0 or 1; None without evidence)."""
-    from expmrc.llm.run import ground, read_reply, submission_of
+    from expmrc.llm.replies import ground, read_reply, submission_of
     from expmrc.scoring.scorer import score
 
     question = question_of(doc)
     dataset = Dataset(path=f"lm-eval:{doc['subset']}", version=doc["version"], subset=doc["subset"],
                       questions=[question])
     reply = Reply(text=str(results[0] or "")) if results else None
-    parsed, citation = read_reply(reply, question, TEMPLATES.lookup(doc["template"]).evidence_form)
+    form = TEMPLATES.lookup(doc["template"]).evidence_form
+    parsed, citation = read_reply(reply, question, form)
     submission = submission_of({question.qid: parsed})
     scored = score(dataset, submission).questions[0]
-    _, _, grounding = ground(dataset, submission, None if citation is None else {question.qid: citation})
+    _, _, grounding = ground(dataset, submission, form, None if citation is None else {question.qid: citation})
     return {"ANS_F1": scored.answer, "EVI_F1": float(scored.evidence or 0.0),
             "ALL_F1": float(scored.overall or 0.0), "EVI_VERBATIM": rate_of(grounding, "verbatim_evidence_rate"),
             "EVI_UNTRUSTWORTHY": rate_of(grounding, "untrustworthy_evidence_rate")}

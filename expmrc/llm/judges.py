@@ -5,6 +5,11 @@ handling of `expmrc llm`, asked by a versioned prompt in English or Chinese (`JU
 `judge_submissions` judges one or more submissions of a dataset together with the check of the judge (the
 pairs of expmrc/scoring/support.py, each distinct pair once) and returns their `Support`s; `judge_record`
 is the run record (`RunRecord`, kind `judge`) kept beside the figures.
+
+This is the one place a judging run is orchestrated: the commands parse their flags into a `JudgeConfig`
+(`JudgeConfig.from_flags`) and call `judge_submission` (`expmrc judge`), `judge_each` (`evaluate --judge`,
+`compare --judge`) or `grounded_judge` (`llm --judge`); `stopped_line` is what a chat judge stopped by Ctrl-C
+or SIGTERM says.
 """
 
 from __future__ import annotations
@@ -14,11 +19,12 @@ import json
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from expmrc.data.datasets import Dataset
 from expmrc.data.runs import Environment, RunRecord
+from expmrc.errors import ExpmrcError
 from expmrc.llm.completion import Reply
 from expmrc.llm.config import LLMConfig
 from expmrc.registry import Registry
@@ -62,6 +68,17 @@ class JudgeConfig:
     cache: str | None = None
     no_cache: bool = False
     quiet: bool = False
+
+    @classmethod
+    def from_flags(cls, values: dict[str, Any]) -> JudgeConfig:
+        """The judge parsed flags name: `judge`, `judge_model` and each setting as `judge_NAME` (one a command does
+        not offer keeps its default), and `quiet`; --judge without --judge-model is one line."""
+        if not values.get("judge_model"):
+            raise ExpmrcError(f"--judge {values.get('judge')} needs --judge-model (an NLI model's folder or Hub id, "
+                              "or a chat model's name)")
+        settings = {f.name: values["judge_" + f.name] for f in fields(cls)
+                    if "judge_" + f.name in values and f.name not in ("judge", "model")}
+        return cls(judge=values["judge"], model=values["judge_model"], quiet=values.get("quiet", False), **settings)
 
     def llm(self) -> LLMConfig:
         """The chat judge's settings as `expmrc llm`'s, for its backend and cache."""
@@ -137,7 +154,8 @@ class ChatJudge:
     name = "chat"
 
     def __init__(self, config: JudgeConfig) -> None:
-        from expmrc.llm.run import cache_path, make_backend
+        from expmrc.llm.backends import make_backend
+        from expmrc.llm.cache import cache_path
 
         self.settings = config.llm()
         self.backend = make_backend(self.settings)
@@ -275,3 +293,58 @@ def judge_record(judge: Judge, supports: Sequence[Support], started: float,
                 "rates": [round(s.rate(), 3) for s in supports], "check": first.check.summary(),
                 "signature": first.signature, "seconds": round(time.time() - started, 3)}
     return RunRecord("judge", settings, "finished", Environment.here(judge.device), list(command) if command else None)
+
+
+# ---------------------------------------------------------------- judging runs
+
+
+def judge_submission(config: JudgeConfig, dataset: Dataset, path: str, submission: dict[str, Any],
+                     settings: Resampling, started: float, command: Sequence[str] | None) -> tuple[Support, RunRecord]:
+    """`expmrc judge`: one submission judged by the judge `config` names, loaded here, and the run's record; a chat
+    judge stopped by Ctrl-C raises expmrc.llm.fetch.Interrupted."""
+    judge = make_judge(config)
+    [support] = judge_submissions(dataset, [(path, submission, None)], judge, config.statement, settings)
+    return support, judge_record(judge, [support], started, command)
+
+
+def judge_each(config: JudgeConfig, settings: Resampling, items: Sequence[tuple[Dataset, str]]) -> list[Support]:
+    """The `Support` of each (dataset, predictions path), judged by one judge loaded once, the submissions of one
+    dataset object together (each distinct pair once, one check); a chat judge stopped by Ctrl-C raises
+    expmrc.llm.fetch.Interrupted."""
+    from expmrc.data.submissions import load_submission
+
+    groups: dict[int, list[int]] = {}
+    for k, (dataset, _) in enumerate(items):
+        choose_statement(config.statement, dataset.language)
+        groups.setdefault(id(dataset), []).append(k)
+    judge = make_judge(config)
+    found: dict[int, Support] = {}
+    for ks in groups.values():
+        dataset = items[ks[0]][0]
+        given = [(items[k][1], load_submission(items[k][1]), None) for k in ks]
+        found.update(zip(ks, judge_submissions(dataset, given, judge, config.statement, settings)))
+    return [found[k] for k in range(len(items))]
+
+
+def grounded_judge(config: JudgeConfig, path: str) -> Callable[[Dataset, dict[str, Any], dict[str, Any]], Support]:
+    """`llm --judge`: the judge loaded (or its backend made) before any request, and what judges the run's grounded
+    submission (written at `path`) given each question's grounding details."""
+    from expmrc.text.grounding import MISSING
+
+    judge = make_judge(config)
+
+    def judged(dataset: Dataset, grounded: dict[str, Any], details: dict[str, Any]) -> Support:
+        statuses = {q.qid: (details.get(q.qid) or {}).get("evidence", {}).get("status", MISSING)
+                    for q in dataset.questions}
+        return judge_submissions(dataset, [(path, grounded, statuses)], judge, config.statement, Resampling())[0]
+    return judged
+
+
+def stopped_line(status: int, cached: int, total: int, config: JudgeConfig) -> str:
+    """The line of a chat judge stopped by Ctrl-C (status 130) or SIGTERM: how many replies are cached, and where."""
+    from expmrc.llm.cache import cache_path
+
+    word = "interrupted" if status == 130 else "terminated"
+    where = cache_path(config.llm())
+    kept = f"{cached} of {total} judge replies are cached in {where}" if where else "no reply was kept (no cache)"
+    return f"{word}: {kept}; the same command resumes"

@@ -3,9 +3,9 @@
 A template renders the user message of one question from its fields (`passage`, `question`, `options`:
 a list of `{"label", "text"}`, `task`, `language`, and `sentences`: the passage's sentences as a list of
 `{"number", "text"}`); the system message is fixed per template. Each template asks for evidence in one
-form (`evidence_form`): `quote`, the supporting sentences copied verbatim, or `ids` (`-ids-` templates),
-the numbers of the supporting sentences, the passage being shown one numbered sentence a line
-(expmrc/llm/citations.py reads the citations). Few-shot
+form (`evidence_form`, a name of `FORMS` in expmrc/llm/forms.py): `quote`, the supporting sentences copied
+verbatim, or `ids` (`-ids-` templates), the numbers of the supporting sentences, the passage being shown one
+numbered sentence a line (expmrc/llm/citations.py reads the citations). Few-shot
 examples become earlier user/assistant turns rendered with the same template, the assistant turn being
 the reply the template asks for. Chain-of-thought templates (`…-cot-v1`, `reasoning`) ask the model to
 reason first and end with the JSON object; the parser takes that final object. `--prompt FILE` replaces the user message with a Jinja2 template
@@ -30,7 +30,8 @@ from expmrc.data.datasets import (
     passage_of,
 )
 from expmrc.errors import ExpmrcError
-from expmrc.llm.citations import FORMS, numbered, sentence_numbers
+from expmrc.llm.citations import numbered, sentence_numbers
+from expmrc.llm.forms import DEFAULT_FORM, FORMS
 from expmrc.registry import Registry
 
 VARIABLES = ("passage", "question", "options", "task", "language", "sentences")
@@ -47,7 +48,7 @@ class PromptTemplate:
     system: str
     user: str
     reasoning: bool = False  # the reply reasons first and ends with the JSON object
-    evidence_form: str = "quote"  # FORMS: evidence quoted, or cited by sentence number (`ids`)
+    evidence_form: str = DEFAULT_FORM  # a name of FORMS: evidence quoted, or cited by sentence number (`ids`)
 
     @property
     def sha256(self) -> str:
@@ -197,7 +198,7 @@ register(PromptTemplate(
          + CHOICE_IDS_ZH,
 ))
 
-def default_template(task: str, language: str, form: str = "quote") -> PromptTemplate:
+def default_template(task: str, language: str, form: str = DEFAULT_FORM) -> PromptTemplate:
     """The newest registered template for a task, language and evidence form that asks for the JSON reply alone."""
     fitting = [t for t in TEMPLATES.values() if (t.task, t.language, t.evidence_form) == (task, language, form)
                and not t.reasoning]
@@ -210,7 +211,7 @@ def choose_template(name: str | None, task: str, language: str, form: str | None
     if form is not None and form not in FORMS:
         raise ExpmrcError(f"evidence form {form!r}: choose one of {', '.join(FORMS)}")
     if name is None:
-        return default_template(task, language, form or "quote")
+        return default_template(task, language, form or DEFAULT_FORM)
     template = TEMPLATES.lookup(name)
     if template.task != task:
         raise ExpmrcError(f"prompt template {name} is for {template.task} questions, this subset is {task}")
@@ -232,10 +233,11 @@ def template_from_file(path: str, base: PromptTemplate) -> PromptTemplate:
         _environment().from_string(source)
     except jinja2.TemplateSyntaxError as exc:
         raise ExpmrcError(f"{path}: line {exc.lineno}: not a Jinja2 template: {exc.message}") from None
-    if base.evidence_form == "ids" and "sentences" not in jinja2.meta.find_undeclared_variables(
+    if FORMS.lookup(base.evidence_form).numbered and "sentences" not in jinja2.meta.find_undeclared_variables(
             _environment().parse(source)):
-        raise ExpmrcError(f"{path}: shows no numbered sentences, which --evidence-form ids asks the model to cite; "
-                          "render them with {% for s in sentences %}[{{ s.number }}] {{ s.text }}\n{% endfor %}")
+        raise ExpmrcError(f"{path}: shows no numbered sentences, which --evidence-form {base.evidence_form} asks the "
+                          "model to cite; render them with {% for s in sentences %}[{{ s.number }}] {{ s.text }}\n"
+                          "{% endfor %}")
     return PromptTemplate(name=f"file:{path}", version=0, task=base.task, language=base.language,
                           system=base.system, user=source, evidence_form=base.evidence_form)
 
@@ -277,7 +279,7 @@ def reply_json(answer: str, evidence: str | list[int]) -> str:
 def cited_evidence(template: PromptTemplate, passage: str, evidence: str) -> str | list[int]:
     """A solved example's evidence as `template` asks for it: the text, or the numbers of the sentences it covers
     ([] when it is not in the passage)."""
-    return sentence_numbers(passage, evidence) if template.evidence_form == "ids" else evidence
+    return FORMS.lookup(template.evidence_form).example(passage, evidence)
 
 
 def shot_reply(template: PromptTemplate, answer: str, evidence: str, passage: str = "") -> str:
@@ -303,24 +305,24 @@ def build_messages(template: PromptTemplate, question: Question, language: str,
     messages = [{"role": "system", "content": template.system}]
     for shot, answer, evidence in shots:
         passage = passage_of(shot)
-        if template.evidence_form == "ids" and not sentence_numbers(passage, evidence):
-            raise ExpmrcError(f"few-shot example {shot.qid}: its evidence is not in its passage, so the ids form "
-                              "cannot cite its sentences; use a --shots-file whose evidence is passage text")
+        if FORMS.lookup(template.evidence_form).numbered and not sentence_numbers(passage, evidence):
+            raise ExpmrcError(f"few-shot example {shot.qid}: its evidence is not in its passage, so the "
+                              f"{template.evidence_form} form cannot cite its sentences; use a --shots-file whose "
+                              "evidence is passage text")
         messages.append({"role": "user", "content": render_user(template, shot, language)})
         messages.append({"role": "assistant", "content": shot_reply(template, answer, evidence, passage)})
     messages.append({"role": "user", "content": render_user(template, question, language)})
     return messages
 
 
-def answer_schema(task: str, n_options: int = 0, reasoning: bool = False, form: str = "quote") -> dict[str, Any]:
+def answer_schema(task: str, n_options: int = 0, reasoning: bool = False, form: str = DEFAULT_FORM) -> dict[str, Any]:
     """The JSON schema of a reply, sent as `response_format` where the server supports it; with `reasoning`
     (chain-of-thought templates) a `reasoning` string comes first, since a schema leaves no room for
-    text before the object and the keys are generated in order. The ids form's evidence is a list of
-    sentence numbers."""
+    text before the object and the keys are generated in order. The evidence is as the form asks (`FORMS`: the
+    ids form's a list of sentence numbers)."""
     answer: dict[str, Any] = {"type": "string"}
     if task == "choice" and n_options:
         answer["enum"] = list(LABELS[:n_options])
     properties = {"reasoning": {"type": "string"}} if reasoning else {}
-    evidence: dict[str, Any] = {"type": "array", "items": {"type": "integer"}} if form == "ids" else {"type": "string"}
-    properties.update({"answer": answer, "evidence": evidence})
+    properties.update({"answer": answer, "evidence": FORMS.lookup(form).evidence_schema()})
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}

@@ -8,34 +8,33 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from expmrc.data.datasets import ChoiceQuestion, Dataset, Question, dataset_document
+from expmrc.data.datasets import Dataset, dataset_document
 from expmrc.data.io import atomic_directory
 from expmrc.data.runs import (LLM_DATASET, LLM_FILES, LLM_GROUNDED, LLM_PREDICTIONS, LLM_RESPONSES, LLM_SCORES,
                               RUN_INFO, Environment, RunRecord)
 from expmrc.errors import ExpmrcError
-from expmrc.llm.backends import BACKENDS, CONTRACT, Backend, public_url
+from expmrc.llm.backends import BACKENDS, Backend, make_backend, public_url
+from expmrc.llm.cache import cache_path
 from expmrc.llm.chat import Sampling, SystemPrompt, build_requests, read_system_prompt
-from expmrc.llm.citations import Citation, cite, citation_summary, evidence_record, ground_cited
+from expmrc.llm.citations import Citation, citation_summary, evidence_record
 from expmrc.llm.completion import Reply
 from expmrc.llm.config import LLMConfig
 from expmrc.llm.fetch import Fetched
-from expmrc.llm.parsing import STATUSES, Parsed, parse_reply, strip_reasoning
+from expmrc.llm.parsing import Parsed
 from expmrc.llm.prompts import PromptTemplate
+from expmrc.llm.replies import LONE_SURROGATE, ground, parse_counts, parse_requests, submission_of
 from expmrc.llm.samples import Choice, agreement_summary, choose, request_ids, sample_grounding
 from expmrc.llm.shots import Shot
 from expmrc.scoring.support import Support
 
 Judged = Callable[[Dataset, dict[str, Any], dict[str, Any]], Support]  # (dataset, grounded, grounding details)
 
-MAX_PARSED_CHARS = 200_000  # a reply longer than this (reasoning blocks aside) is refused, not parsed
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _NAMED = 5  # question ids named in a summary line
 
 
@@ -100,15 +99,6 @@ def prepare(args: LLMConfig) -> Prepared:
     return Prepared(dataset, template, shots, dev_shots, sampling, structured, requests, system)
 
 
-def cache_path(args: LLMConfig) -> str | None:
-    """The response cache this run reads and writes, or None (--no-cache, or replies from a Batch file)."""
-    from expmrc.llm.cache import default_cache_path
-
-    if args.no_cache or args.import_batch or args.export_batch:
-        return None
-    return str(args.cache or default_cache_path())
-
-
 def inputs_of(args: LLMConfig, dataset: Dataset) -> list[str]:
     """Every file the run reads: no output may replace or delete one."""
     system_file = args.system_prompt if args.system_prompt and os.path.isfile(args.system_prompt) else None
@@ -135,16 +125,6 @@ def check_outputs(args: LLMConfig, inputs: list[str]) -> None:
                           "replaces only such a folder, never files a run did not write")
 
 
-def make_backend(args: LLMConfig) -> Backend:
-    """The backend the flags name (a registered one, perhaps the user's own: one that lacks a member of the
-    `Backend` contract is refused in one line); the API key comes from the environment only."""
-    backend = BACKENDS.lookup(args.backend, "--backend: ").make(args)
-    if missing := [name for name in CONTRACT if not hasattr(backend, name)]:
-        raise ExpmrcError(f"--backend {args.backend}: {type(backend).__name__} lacks {', '.join(missing)}, which "
-                          "every backend has (expmrc.llm.backends.Backend)")
-    return backend
-
-
 def replies(args: LLMConfig, prepared: Prepared) -> tuple[Fetched, Backend | None]:
     """The replies of a run, from a Batch output file or from the cache and the backend; and the backend.
     Ctrl-C or SIGTERM while asking raise fetch.Interrupted, every reply received being cached."""
@@ -168,52 +148,6 @@ def replies(args: LLMConfig, prepared: Prepared) -> tuple[Fetched, Backend | Non
         if cache is not None:
             cache.close()
     return fetched, backend
-
-
-def parse_one(reply: Reply | None, options: list[str] | None) -> Parsed:
-    """One reply parsed; no reply, a failed one, or one too long to parse is status `failed` with the reason."""
-    if reply is None:
-        return Parsed("", "", "failed", "no reply")
-    if reply.error:
-        return Parsed("", "", "failed", reply.error)
-    text = _LONE_SURROGATE.sub("\ufffd", reply.text)  # not a character: no output may hold it
-    if len(strip_reasoning(text)) > MAX_PARSED_CHARS:
-        return Parsed("", "", "failed", f"a reply of {len(text):,} characters, more than the {MAX_PARSED_CHARS:,} read")
-    try:
-        return parse_reply(text, options)
-    except RecursionError:
-        return Parsed("", "", "failed", "JSON nested too deeply to read")
-
-
-def read_reply(reply: Reply | None, question: Question, form: str) -> tuple[Parsed, Citation | None]:
-    """One reply read as a run reads it: parsed and, for the `ids` evidence form, its citations turned into the
-    cited sentences' text (expmrc/llm/citations.py); the citation, or None for the quote form."""
-    parsed = parse_one(reply, question.options if isinstance(question, ChoiceQuestion) else None)
-    if form != "ids":
-        return parsed, None
-    return cite(parsed, reply.text if reply is not None and not reply.error else None, question)
-
-
-def parse_requests(prepared: Prepared, replies: dict[str, Reply]) -> tuple[dict[str, Parsed], dict[str, Citation]]:
-    """Every request's parsed reply, by request id, and (ids form) its citation; a request without a reply
-    (absent from a Batch file) fails."""
-    parsed, cited = {}, {}
-    for question in prepared.dataset.questions:
-        for rid in request_ids(question.qid, prepared.sampling.samples):
-            parsed[rid], citation = read_reply(replies.get(rid), question, prepared.template.evidence_form)
-            if citation is not None:
-                cited[rid] = citation
-    return parsed, cited
-
-
-def parse_counts(parsed: dict[str, Parsed]) -> dict[str, int]:
-    """How many replies parsed each way (see parsing.STATUSES)."""
-    return {status: sum(p.status == status for p in parsed.values()) for status in STATUSES}
-
-
-def submission_of(parsed: dict[str, Parsed]) -> dict[str, dict[str, str]]:
-    """A complete submission: every question, an empty answer and evidence where parsing failed."""
-    return {qid: {"answer": p.answer, "evidence": p.evidence} for qid, p in parsed.items()}
 
 
 def token_totals(replies: dict[str, Reply], only: set[str] | None = None) -> dict[str, int]:
@@ -287,7 +221,7 @@ def response_records(prepared: Prepared, fetched: Fetched, parsed: dict[str, Par
 def json_text(obj: Any, indent: int | None = None) -> str:
     """JSON with non-ASCII text as is, except lone surrogates (no character, not encodable), written as escapes."""
     text = json.dumps(obj, ensure_ascii=False, indent=indent, allow_nan=False)
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def write_run(path: str, overwrite: bool, files: dict[str, Any], records: list[dict[str, Any]]) -> None:
@@ -296,17 +230,6 @@ def write_run(path: str, overwrite: bool, files: dict[str, Any], records: list[d
         for name, obj in files.items():
             Path(staging, name).write_text(json_text(obj, indent=1) + "\n", encoding="utf-8")
         Path(staging, LLM_RESPONSES).write_text("".join(json_text(r) + "\n" for r in records), encoding="utf-8")
-
-
-def ground(dataset: Dataset, submission: dict[str, Any], cited: dict[str, Citation] | None = None
-           ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The grounded submission, each question's grounding details by id, and the grounding summary; with
-    `cited` (the ids form, by question id) each evidence is grounded by its citation."""
-    from expmrc.text.grounding import ground_submission
-
-    result = ground_submission(dataset, submission) if cited is None else ground_cited(dataset, submission, cited)
-    details = {d["id"]: {k: v for k, v in d.items() if k != "id"} for d in result.details}
-    return result.submission, details, result.summary()
 
 
 def scores(dataset: Dataset, submission: dict[str, Any], name: str) -> dict[str, Any]:
@@ -337,13 +260,14 @@ def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backe
     """Parse, vote, ground, score, judge the grounded evidence's support (`judged`, with --judge) and write the run
     folder; return the lines to print."""
     dataset = prepared.dataset
-    parsed, cited = parse_requests(prepared, fetched.replies)
+    parsed, cited = parse_requests(dataset.questions, prepared.sampling.samples, prepared.template.evidence_form,
+                                   fetched.replies)
     choices, sample_details = vote(prepared, parsed, cited)
     chosen = {qid: choices[qid].rid if choices else qid for qid in prepared.asked}
     final = {qid: parsed[rid] for qid, rid in chosen.items()}
     final_cited = {qid: cited[rid] for qid, rid in chosen.items()} if cited else None
     submission = submission_of(final)
-    grounded, details, grounding = ground(dataset, submission, final_cited)
+    grounded, details, grounding = ground(dataset, submission, prepared.template.evidence_form, final_cited)
     support = judged(dataset, grounded, details) if judged is not None else None
     raw_scores, grounded_scores = scores(dataset, submission, "predictions.json"), scores(dataset, grounded, "grounded.json")
     problems = reply_problems(prepared, fetched)

@@ -56,10 +56,13 @@ def llm_run(submission_path: str) -> str:
     record: RunRecord | None = peek(Path(submission_path).parent)
     if record is None or record.kind != "llm":
         return ""
+    from expmrc.llm.forms import DEFAULT_FORM, FORMS
+
     template = record.get("template")
     name = template.get("name") if isinstance(template, dict) else None
-    form = record.get("evidence_form") or "quote"  # runs recorded before the ids form quoted
-    evidence = "evidence cited by sentence number" if form == "ids" else "evidence quoted"
+    form = record.get("evidence_form") or DEFAULT_FORM  # runs recorded before the ids form quoted
+    known = FORMS.get(form) if isinstance(form, str) else None
+    evidence = f"evidence {(known or FORMS[DEFAULT_FORM]).phrase}"
     return f"expmrc llm: {record.get('model')}, template {name}, {evidence} (--evidence-form {form})"
 
 

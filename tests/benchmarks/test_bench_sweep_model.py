@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers.common import ROOT
+from helpers.common import ROOT, load_benchmark
 
 SCRIPT = ROOT / "benchmarks" / "bench_sweep_model.py"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -137,6 +137,130 @@ def test_bad_inputs_are_one_line(tmp_path, argv, message):
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and message in done.stderr
 
 
+def measured_inputs(tmp_path) -> dict[str, dict]:
+    """One well-formed file of each input, as Python objects the cases below damage one key of."""
+    return {"steps": {"device": H100, "subsets": {"cmrc2018": subset("span", 60.0, 3.0, 1.0)}},
+            "packing": {"device": H100, "packing_subset": "cmrc2018", "subsets": {"cmrc2018": {"overhead": 30.0}},
+                        "packing": {"1": {"gain_train": 1.0}, "2": {"gain_train": 1.3}}},
+            "gpu": {"device": H100, "seq": 512, "batch": 32, "cases": [
+                {"shape": "base", "task": "span", "precision": "bf16", "compile": False, "model": "ours", "step_ms": 40.0}]}}
+
+
+DELETE = object()
+
+
+def damage(files: dict, which: str, path: str, value) -> None:
+    """Set (or, with value DELETE, remove) the key at `path` (KEY.KEY...) of input `which`."""
+    *outer, last = path.split(".")
+    node = files[which]
+    for key in outer:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    if value is DELETE:
+        del node[last]
+    else:
+        node[last] = value
+
+
+@pytest.mark.parametrize("which, path, value, says", [
+    ("steps", "subsets.cmrc2018.kind", DELETE, "subsets.cmrc2018 has no 'kind'"),
+    ("steps", "subsets", DELETE, "the file has no 'subsets'"),
+    ("steps", "subsets.cmrc2018.epoch_windows", 0, "subsets.cmrc2018.epoch_windows is 0, not a whole number above 0"),
+    ("steps", "subsets.cmrc2018.computed_tokens", 0, "subsets.cmrc2018.computed_tokens is 0, not a number above 0"),
+    ("steps", "subsets.cmrc2018.shapes.base.train_seconds", float("nan"),
+     "subsets.cmrc2018.shapes.base.train_seconds is NaN, not a number above 0"),
+    ("steps", "subsets.cmrc2018.shapes.base.predict_seconds", -3.0,
+     "subsets.cmrc2018.shapes.base.predict_seconds is -3.0, not a number of at least 0"),
+    ("steps", "subsets.cmrc2018.shapes.base.decode_seconds", float("inf"), "decode_seconds is Infinity, not a number"),
+    ("steps", "subsets.cmrc2018.shapes.base.train_seconds", True, "train_seconds is true, not a number"),
+    ("steps", "subsets.cmrc2018.shapes.base.train_seconds", "60", 'train_seconds is "60", not a number'),
+    ("steps", "subsets.wikiqa", subset("span", 60.0, 3.0, 1.0),
+     "subsets has 'wikiqa', which this model does not know (it knows squad, cmrc2018, race, c3)"),
+    ("steps", "subsets.cmrc2018.shapes.xl", {"train_seconds": 1.0, "predict_seconds": 1.0, "decode_seconds": 1.0},
+     "subsets.cmrc2018.shapes has 'xl', which this model does not know"),
+    ("steps", "settings", None, "settings is null, not an object"),
+    ("packing", "packing.two", {"gain_train": 1.3}, "packing has the key 'two', not a number of runs side by side"),
+    ("packing", "packing.2.gain_train", float("nan"), "packing.2.gain_train is NaN, not a number above 0"),
+    ("packing", "packing.1.gain_train", DELETE, "packing.1 has no 'gain_train'"),
+    ("packing", "subsets.cmrc2018.overhead", -5, "subsets.cmrc2018.overhead is -5, not a number of at least 0"),
+    ("packing", "subsets.foo", {"overhead": 5.0}, "subsets has 'foo', which this model does not know"),
+    ("packing", "packing_subset", "foo", 'packing_subset is "foo", not one of squad, cmrc2018, race, c3'),
+    ("gpu", "cases.0.step_ms", 0, "cases[0].step_ms is 0, not a number above 0"),
+    ("gpu", "cases.0.model", DELETE, "cases[0] has no 'model'"),
+])
+def test_every_input_key_the_model_reads_is_checked_in_one_line_and_no_figure_is_printed(
+        tmp_path, capsys, which, path, value, says):
+    """Today's KeyError, ValueError and ZeroDivisionError, and the NaN or negative GPU-hours printed with exit 0, are
+    each one line naming the file and the key, exit 2, and nothing on stdout."""
+    files = measured_inputs(tmp_path)
+    damage(files, which, path, value)
+    for name, content in files.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(content))
+    model = load_benchmark("bench_sweep_model")
+    flag = {"steps": "--steps", "packing": "--packing", "gpu": "--gpu"}[which]
+    with pytest.raises(SystemExit) as refused:
+        model.main(["--steps", str(tmp_path / "steps.json"), "--packing", f"base={tmp_path / 'packing.json'}",
+                    "--gpu", str(tmp_path / "gpu.json")])
+    out, err = capsys.readouterr()
+    assert (refused.value.code, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith(f"error: bench_sweep_model.py: {tmp_path / which}.json ({flag}): ")
+    assert says in err
+
+
+def test_the_unharmed_inputs_give_figures(tmp_path, capsys):
+    for name, content in measured_inputs(tmp_path).items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(content))
+    assert load_benchmark("bench_sweep_model").main(
+        ["--steps", str(tmp_path / "steps.json"), "--packing", f"base={tmp_path / 'packing.json'}",
+         "--gpu", str(tmp_path / "gpu.json")]) == 0
+    assert row(capsys.readouterr().out, "cmrc2018", "base")[10] == "measured"
+
+
+@pytest.mark.parametrize("text, says", [
+    ('{"device": "x", "device": "y", "subsets": {}}', "the key 'device' is given twice in one object"),
+    ("[" * 100_000 + "]" * 100_000, "cannot read --steps's JSON (maximum recursion depth exceeded"),
+    ("", "cannot read --steps's JSON (Expecting value"),
+    ('{"device": "x", "subsets": {"c3": {"kind": "choice", "computed_tokens": 1' + "0" * 400 +
+     ', "computed_token_length": 1, "dev_windows": 1, "epoch_windows": 1}}}',
+     "subsets.c3.computed_tokens is 1000000000000000000000000000000000000..., not a number above 0"),
+])
+def test_damaged_json_is_one_line(tmp_path, capsys, text, says):
+    (tmp_path / "steps.json").write_text(text)
+    with pytest.raises(SystemExit) as refused:
+        load_benchmark("bench_sweep_model").main(["--steps", str(tmp_path / "steps.json")])
+    out, err = capsys.readouterr()
+    assert (refused.value.code, out, err.count("\n")) == (2, "", 1) and says in err
+
+
+@pytest.mark.parametrize("flag, value", [("--tflops", "-200"), ("--tflops", "0"), ("--tflops", "nan"),
+                                         ("--tflops", "inf"), ("--startup", "-1"), ("--startup", "nan")])
+def test_a_throughput_or_start_up_that_is_not_a_positive_finite_number_is_refused(tmp_path, capsys, flag, value):
+    steps = steps_file(tmp_path, {"race": subset("choice", None, 0, 0)})
+    with pytest.raises(SystemExit) as refused:
+        load_benchmark("bench_sweep_model").main(["--steps", steps, f"{flag}={value}"])
+    out, err = capsys.readouterr()
+    assert (refused.value.code, out) == (2, "")
+    assert err.startswith(f"error: bench_sweep_model.py: {flag} is ") and "not a number of at least" in err
+
+
+def test_a_fifo_or_a_folder_is_refused_without_reading_it(tmp_path, capsys):
+    os.mkfifo(tmp_path / "fifo.json")
+    for path, says in ((tmp_path / "fifo.json", "not a regular file"), (tmp_path, "a folder")):
+        with pytest.raises(SystemExit):
+            load_benchmark("bench_sweep_model").main(["--steps", str(path)])
+        assert f"cannot read --steps's JSON ({says})" in capsys.readouterr().err
+
+
+def test_a_full_device_or_a_closed_stdout_is_one_line(tmp_path):
+    steps = steps_file(tmp_path, {"cmrc2018": subset("span", 60.0, 3.0, 1.0)})
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, str(SCRIPT), "--steps", steps], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert (done.returncode, done.stderr) == (2, "error: cannot write to standard output: No space left on device\n")
+    done = subprocess.run(f"{sys.executable} {SCRIPT} --steps {steps} >&-", shell=True, stderr=subprocess.PIPE,
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert (done.returncode, done.stderr) == (2, "error: cannot write to standard output: it is closed\n")
+
+
 def run_record(tmp_path, name: str, phases: dict, device: str = H100, status: str = "finished") -> str:
     path = tmp_path / name
     path.write_text(json.dumps({"status": status, "timing": {"device": device, "phases": phases}}))
@@ -169,4 +293,5 @@ def test_a_record_without_phases_or_unfinished_is_one_line(tmp_path):
     for record in (run_record(tmp_path, "old.json", {}), run_record(tmp_path, "running.json", {"wall": 3.0}, status="running"),
                    run_record(tmp_path, "odd.json", {"wall": "x"})):
         done = plan("--steps", steps, "--run-record", f"cmrc2018={record}")
-        assert done.returncode == 2 and "not a finished run's record with its time per phase" in done.stderr
+        assert done.returncode == 2 and "a finished run's record with its time per phase" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1

@@ -1,5 +1,6 @@
 """The package's floors (docs/design.md): every import runs down, never up, no modules import each other round a
-loop, and the tests have a folder per floor."""
+loop, the `expmrc llm` run is the command's alone, no command module imports another, and the tests have a folder
+per floor."""
 
 from __future__ import annotations
 
@@ -105,6 +106,54 @@ def test_an_upward_import_and_a_loop_are_caught(tmp_path):
     (tmp_path / "expmrc" / "training" / "loop.py").write_text("from expmrc.data import io\n")
     assert upward_imports(tmp_path) == ["expmrc.data.io -> expmrc.training.loop"]
     assert cycles(tmp_path) == ["expmrc.data.io", "expmrc.training.loop"]
+
+
+LLM_RUN = "expmrc.llm.run"  # the `expmrc llm` run: only its command imports it
+
+
+def command_modules() -> set[str]:
+    """The command modules of cli/: those the command registry names (the rest of cli/ are shared helpers)."""
+    from expmrc.cli import COMMANDS
+
+    return {module for module, _ in COMMANDS.values()}
+
+
+def command_imports(root: Path, commands: set[str]) -> list[str]:
+    """Imports of a command module by any module of cli/ but itself: by another command, or by a shared helper
+    (through which one command would reach another)."""
+    return [f"{name} -> {target}" for name, targets in sorted(import_graph(root).items())
+            if name == "expmrc.cli" or name.startswith("expmrc.cli.") for target in sorted(targets) if target in commands]
+
+
+def importers(root: Path, module: str) -> list[str]:
+    return [name for name, targets in sorted(import_graph(root).items()) if module in targets]
+
+
+def test_the_llm_run_is_imported_by_its_command_alone():
+    assert importers(ROOT, LLM_RUN) == ["expmrc.cli.llm"]
+
+
+def test_no_command_module_imports_another():
+    commands = command_modules()
+    assert {"expmrc.cli.judge", "expmrc.cli.evaluate", "expmrc.cli.llm"} <= commands
+    assert "expmrc.cli.args" not in commands and "expmrc.cli.judge_flags" not in commands
+    assert command_imports(ROOT, commands) == []
+
+
+def test_a_command_reaching_another_and_a_second_importer_of_the_run_are_caught(tmp_path):
+    for folder in ("cli", "llm"):
+        (tmp_path / "expmrc" / folder).mkdir(parents=True)
+        (tmp_path / "expmrc" / folder / "__init__.py").write_text("")
+    (tmp_path / "expmrc" / "__init__.py").write_text("")
+    files = {"cli/judge.py": "", "cli/args.py": "", "cli/llm.py": "from expmrc.llm import run\n",
+             "cli/evaluate.py": "from expmrc.cli.args import x\ndef run():\n    from expmrc.cli.judge import y\n",
+             "cli/flags.py": "from expmrc.cli import judge\n", "llm/run.py": "", "llm/judges.py": "from . import run\n"}
+    for name, text in files.items():
+        (tmp_path / "expmrc" / name).write_text(text)
+    commands = {"expmrc.cli.judge", "expmrc.cli.llm", "expmrc.cli.evaluate"}
+    assert command_imports(tmp_path, commands) == ["expmrc.cli.evaluate -> expmrc.cli.judge",
+                                                   "expmrc.cli.flags -> expmrc.cli.judge"]
+    assert importers(tmp_path, LLM_RUN) == ["expmrc.cli.llm", "expmrc.llm.judges"]
 
 
 # docs/design.md: metrics/ is tested with the scorer, in tests/scoring/; these folders cross the floors

@@ -1,6 +1,7 @@
 """Every list of choices a user reads comes from its registry: `expmrc evidence --help` and docs/evidence.md list
-each evidence method with its `summary`, `expmrc llm --help` each backend and each subset, so a method, backend or
-subset added to its registry is listed, and a summary edited in one place is edited everywhere."""
+each evidence method with its `summary`, `expmrc llm --help` each backend, evidence form (docs/llm.md too) and
+subset, so a method, backend, form or subset added to its registry is listed, and a summary edited in one place is
+edited everywhere."""
 
 from __future__ import annotations
 
@@ -47,6 +48,22 @@ def test_llm_help_lists_every_backend_with_its_summary_and_every_subset():
     for name, kind in BACKENDS.items():
         assert flat(f"{name}: {kind.summary}") in page, name
     assert f"SUBSET {', '.join(subsets.names())} (the dev set)" in page
+
+
+def test_llm_help_and_docs_list_every_evidence_form_with_its_summary():
+    from expmrc.llm.forms import FORMS
+    from expmrc.llm.prompts import TEMPLATES
+
+    page = help_page("llm")
+    assert "--evidence-form {" + ",".join(FORMS.names()) + "}" in page
+    for name, form in FORMS.items():
+        assert flat(f"{name}: {form.summary}") in page, name
+    for name, template in TEMPLATES.items():
+        assert f"in {template.language}, evidence {FORMS[template.evidence_form].phrase}" in page, name
+    text = (ROOT / "docs" / "llm.md").read_text(encoding="utf-8")
+    table = text.split("| form | evidence |\n| --- | --- |\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [tuple(cell.strip() for cell in line.strip("|").split(" | ", 1)) for line in table] == \
+        [(f"`{name}`", form.summary) for name, form in FORMS.items()]
 
 
 def test_judge_help_lists_every_judge_and_statement_template_and_the_other_commands_their_judges():

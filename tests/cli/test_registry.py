@@ -26,13 +26,15 @@ def test_every_pluggable_thing_sits_in_one_kind_of_registry():
     from expmrc.evidence.extract import METHODS
     from expmrc.evidence.pseudo import PRESETS
     from expmrc.llm.backends import BACKENDS
+    from expmrc.llm.forms import FORMS
     from expmrc.llm.prompts import TEMPLATES
     from expmrc.metrics.registry import METRICS
     from expmrc.tasks import TASKS
     from expmrc.text.locate import POLICIES
 
     registries = {"metric": METRICS, "prompt template": TEMPLATES, "text-location policy": POLICIES, "task": TASKS,
-                  "command": COMMANDS, "preset": PRESETS, "backend": BACKENDS, "evidence method": METHODS}
+                  "command": COMMANDS, "preset": PRESETS, "backend": BACKENDS, "evidence method": METHODS,
+                  "evidence form": FORMS}
     for kind, registry in registries.items():
         assert isinstance(registry, Registry) and registry.kind == kind and len(registry) >= 2
     assert METHODS.lookup("best") is METHODS.lookup("idf-window")

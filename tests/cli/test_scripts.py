@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers.common import needs_punkt
+from helpers.sweep_inputs import sweep_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
@@ -238,7 +239,7 @@ def test_lambda_sweep_runs_every_run_then_collects(tmp_path):
     dev = tmp_path / "dev.json"
     dev.write_text(json.dumps({"version": "expmrc-squad-dev", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}))
     root = tmp_path / "sweep"
-    env = dict(SUBSET="squad", PLM_PATH="models/tiny", DATA_PATH=str(tmp_path), PREDICT_FILE=str(dev),
+    env = dict(SUBSET="squad", **sweep_inputs(tmp_path, "squad"), PREDICT_FILE=str(dev),
                LAMBDAS="0.1 0.5", SEEDS="1 2", OUTPUT_ROOT=str(root), LAUNCH=f"{sys.executable} {trainer}")
     result = run_script("lambda_sweep.sh", **env)
     assert result.returncode == 1, result.stderr  # one run failed; the others ran and were collected
@@ -275,7 +276,7 @@ def test_lambda_sweep_runs_side_by_side_one_run_per_gpu_and_skips_finished_ones(
     done = root / "lambda_0.1" / "seed_1"
     done.mkdir(parents=True)
     (done / "run_info.json").write_text(json.dumps({"status": "finished"}))
-    env = dict(SUBSET="squad", PLM_PATH="p", DATA_PATH="d", LAMBDAS="0.1 0.5", SEEDS="1 2 3", OUTPUT_ROOT=str(root),
+    env = dict(SUBSET="squad", **sweep_inputs(tmp_path, "squad"), LAMBDAS="0.1 0.5", SEEDS="1 2 3", OUTPUT_ROOT=str(root),
                LAUNCH=f"{sys.executable} {trainer}", COLLECT="0", GPUS="4 7")
     result = run_script("lambda_sweep.sh", **env)
     assert result.returncode == 1 and result.stderr.count("run failed") == 2, result.stderr  # the seed-3 runs
@@ -299,7 +300,7 @@ def test_runs_per_gpu_shares_each_gpu_and_a_failed_run_leaves_the_others_running
     trainer = tmp_path / "gpu_stand_in.py"
     trainer.write_text(GPU_STAND_IN)
     root = tmp_path / "sweep"
-    env = dict(SUBSET="squad", PLM_PATH="p", DATA_PATH="d", LAMBDAS="0.1 0.5", SEEDS="1 2 3", OUTPUT_ROOT=str(root),
+    env = dict(SUBSET="squad", **sweep_inputs(tmp_path, "squad"), LAMBDAS="0.1 0.5", SEEDS="1 2 3", OUTPUT_ROOT=str(root),
                LAUNCH=f"{sys.executable} {trainer}", COLLECT="0", GPUS="5", RUNS_PER_GPU="3")
     result = run_script("lambda_sweep.sh", **env)
     assert result.returncode == 1, result.stderr
@@ -320,7 +321,7 @@ def test_runs_per_gpu_without_gpus_runs_that_many_at_once_on_the_one_device(tmp_
     trainer = tmp_path / "gpu_stand_in.py"
     trainer.write_text(GPU_STAND_IN)
     root = tmp_path / "sweep"
-    result = run_script("lambda_sweep.sh", SUBSET="squad", PLM_PATH="p", DATA_PATH="d", LAMBDAS="0.1", SEEDS="1 2",
+    result = run_script("lambda_sweep.sh", SUBSET="squad", **sweep_inputs(tmp_path, "squad"), LAMBDAS="0.1", SEEDS="1 2",
                         OUTPUT_ROOT=str(root), LAUNCH=f"{sys.executable} {trainer}", COLLECT="0", GPUS="",
                         RUNS_PER_GPU="2", CUDA_VISIBLE_DEVICES="")
     assert result.returncode == 0, result.stderr
@@ -340,14 +341,42 @@ def test_dry_run_with_three_runs_per_gpu_prints_three_runs_on_each_gpu(tmp_path)
         assert result.stderr.count(f"on GPU {gpu},") == 3
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", ""])
-def test_runs_per_gpu_must_be_a_whole_number_of_at_least_one(value):
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "65", ""])
+def test_runs_per_gpu_must_be_a_whole_number_from_one_to_64(value):
     result = run_script("lambda_sweep.sh", DRY_RUN="1", RUNS_PER_GPU=value, SUBSET="c3", PLM_PATH="p", DATA_PATH="d")
     if value == "":  # unset or empty: the default, one run per GPU
         assert result.returncode == 0, result.stderr
         return
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr == f"error: RUNS_PER_GPU must be a whole number of at least 1, got '{value}'\n"
+    assert result.stderr == f"error: RUNS_PER_GPU must be a whole number from 1 to 64, got '{value}'\n"
+
+
+@pytest.mark.parametrize("script, env, says", [
+    ("run_c3.sh", {"TRAIN_BATCH_SIZE": "32x"}, "TRAIN_BATCH_SIZE must be a whole number from 1 to 1048576, got '32x'"),
+    ("run_squad.sh", {"SEED": "-1"}, "SEED must be a whole number from 0 to 4294967295, got '-1'"),
+    ("run_race.sh", {"LEARNING_RATE": "3e-5x"}, "LEARNING_RATE must be a number above 0 and at most 1, got '3e-5x'"),
+    ("run_cmrc2018.sh", {"LAMBDA": "inf"}, "LAMBDA must be a number from 0 to 1000000, got 'inf'"),
+    ("run_cmrc2018.sh", {"DRY_RUN": "yes"}, "DRY_RUN must be 0 or 1, got 'yes'"),
+    ("launch_multi_gpu.sh", {"NUM_GPUS": "99999999999999999999"},
+     "NUM_GPUS must be a whole number from 1 to 64, got '99999999999999999999'"),
+    ("launch_multi_gpu.sh", {"NUM_GPUS": "2", "NUM_MACHINES": "2", "MAIN_ADDR": "10.0.0.1", "MACHINE_RANK": "2"},
+     "MACHINE_RANK must be a whole number from 0 to 1, got '2'"),
+    ("launch_multi_gpu.sh", {"NUM_GPUS": "2", "NUM_MACHINES": "2", "MAIN_ADDR": "10.0.0.1", "MAIN_PORT": "70000"},
+     "MAIN_PORT must be a whole number from 1 to 65535, got '70000'"),
+    ("check_flaky.sh", {"SEEDS": "0 1e9"}, "SEEDS must be whole numbers from 0 to 999999 separated by spaces, got '1e9'"),
+    ("check_flaky.sh", {"THREADS": "0"}, "THREADS must be whole numbers from 1 to 999 separated by spaces, got '0'"),
+])
+def test_every_script_bounds_its_numbers_in_one_line_before_it_runs_anything(script, env, says):
+    args = ["scripts/run_c3.sh"] if script == "launch_multi_gpu.sh" else []
+    result = run_script(script, *args, **{"DRY_RUN": "1", "PLM_PATH": "p", "DATA_PATH": "d", "MODEL_PATH": "m", **env})
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", f"error: {says}\n")
+
+
+def test_report_screenshot_bounds_its_window_in_one_line():
+    result = subprocess.run([sys.executable, str(SCRIPTS / "report_screenshot.py"), "--width", "-5"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "--width: must be a whole number of pixels from 200 to 8000, got '-5'" in result.stderr
 
 
 def test_lambda_sweep_help_prints_its_variables():
