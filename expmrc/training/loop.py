@@ -19,6 +19,9 @@ and optionally `lengths()`, the padded cost of each item, for length grouping an
 
 Precision: `auto` resolves to bf16 autocast on GPUs that support it (fp16 with loss scaling on older
 ones) and on TPUs, and to FP32 on CPU; FP32 matmuls on GPUs use TF32 unless `tf32` is False.
+
+With `cuda_graphs` on (auto: one CUDA GPU, bf16, the unpadded path) a step is not launched kernel by kernel: it is
+replayed from the CUDA graph of its token bucket (`expmrc.training.graphs`), planned here from the run's batches.
 """
 
 from __future__ import annotations
@@ -531,7 +534,8 @@ def synchronize(device: torch.device) -> None:
 
 def run_step(run: PreparedRun, step: int, config: TrainConfig, accelerator: Accelerator) -> torch.Tensor:
     """Optimizer step `step` (after a CUDA out-of-memory error, again in smaller forward passes). A compiled
-    model's first step at a new batch shape is timed apart: it is where that shape is compiled."""
+    model's first step at a new batch shape is timed apart: it is where that shape is compiled. A graphed run's step
+    goes to its graphed steps (`expmrc.training.graphs.GraphedSteps`)."""
     indices = run.stream.indices(step)
     if run.graphs is not None:
         return run.graphs.step(step_pieces(indices, config, accelerator, run.chunk))
