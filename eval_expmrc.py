@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from expmrc.cli import OneLineParser, run_guarded
+from expmrc.cli import OneLineParser, parse_arguments, run_guarded
 from expmrc.data import subsets
 from expmrc.data.datasets import load_dataset
 from expmrc.scoring.scorer import no_match_problem, score_files, warn_about
@@ -23,10 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dataset_file", help="official dataset file (or a subset name resolved in $EXPMRC_DATA or data/)")
     parser.add_argument("prediction_file", help="your prediction file: {id: {\"answer\": ..., \"evidence\": ...}}")
     parser.add_argument("--subset", choices=subsets.names(), help="the subset, when the dataset's `version` does not say")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error already printed in one line
-        return exc.code if isinstance(exc.code, int) else 2
+    args = parse_arguments(parser, argv)
+    if isinstance(args, int):  # --help, or a usage error already printed in one line
+        return args
 
     def body(args: argparse.Namespace) -> int:
         report = score_files(load_dataset(args.dataset_file, args.subset), args.prediction_file)

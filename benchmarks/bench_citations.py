@@ -15,7 +15,6 @@ to the smallest, measured in the same run (4 means linear, 16 quadratic).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from expmrc.data import subsets  # noqa: E402
-from expmrc.data.datasets import SpanQuestion, load_dataset, passage_of  # noqa: E402
+from expmrc.data.datasets import SpanQuestion, load_dataset, passage_of, resolve_dataset_path  # noqa: E402
 from expmrc.llm.citations import Citation, cited_text, passage_sentences, read_citations, sentence_numbers  # noqa: E402
 from expmrc.scoring.scorer import score  # noqa: E402
 
@@ -62,9 +61,13 @@ def cpu_seconds(text: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from expmrc.errors import OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--subsets", default=",".join(subsets.names()))
     args = parser.parse_args()
+    for subset in args.subsets.split(","):  # every dev set there, before the table starts
+        resolve_dataset_path(subset)
     print(f"{'subset':<9} {'questions':>9} {'sent/psg':>9} {'largest':>7} {'gold found':>9} {'sent/gold':>10} "
           f"{'oracle EVI_F1':>10}")
     for subset in args.subsets.split(","):
@@ -77,4 +80,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

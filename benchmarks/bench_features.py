@@ -96,7 +96,9 @@ def report(name: str, unit: str, figures: tuple[float, int, float, int], referen
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.errors import ExpmrcError, OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     train = Path(os.environ.get("EXPMRC_TRAIN_DATA", ""))
     parser.add_argument("--span-train", default=str(train / "cmrc2018-train.json"))
     parser.add_argument("--choice-train", default=str(train / "c3-train.json"))
@@ -107,7 +109,7 @@ def main() -> int:
     args = parser.parse_args()
     for path in (args.span_train, args.choice_train):
         if not Path(path).is_file():
-            raise SystemExit(f"error: {path}: not found (set EXPMRC_TRAIN_DATA or pass --span-train/--choice-train)")
+            raise ExpmrcError(f"{path}: not found (set EXPMRC_TRAIN_DATA or pass --span-train/--choice-train)")
     from transformers import AutoTokenizer
 
     if args.tokenizer is None:
@@ -137,4 +139,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

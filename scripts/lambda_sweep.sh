@@ -43,7 +43,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/_common.sh"
-usage_on_help "$@"
+no_arguments "$@"
 require SUBSET PLM_PATH DATA_PATH
 case "$SUBSET" in
   squad|cmrc2018|race|c3) ;;

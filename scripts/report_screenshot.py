@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the headless-browser driver lives with the tests
 
-from expmrc.errors import OneLineParser  # noqa: E402
+from expmrc.cli import run_guarded  # noqa: E402
+from expmrc.data.datasets import resolve_dataset_path  # noqa: E402
+from expmrc.data.io import atomic_file, check_output_path  # noqa: E402
+from expmrc.errors import ExpmrcError, OneLineParser  # noqa: E402
 from expmrc.reports.html import build_report  # noqa: E402
 from expmrc.reports.pages import write_page  # noqa: E402
 from helpers.browser import Browser  # noqa: E402
@@ -48,6 +51,8 @@ def main() -> None:
     parser.add_argument("--width", type=pixels, default=1200)
     parser.add_argument("--height", type=pixels, default=820)
     args = parser.parse_args()
+    check_output_path(args.output, "file")  # before the browser starts: one line where it cannot be written
+    resolve_dataset_path("squad")  # SQuAD's dev set likewise
     with tempfile.TemporaryDirectory() as tmp:
         other = str(Path(tmp) / "squad-answer-sentence.json")
         made = subprocess.run([sys.executable, "-m", "expmrc.cli", "evidence", "--method", "answer-sentence", "squad",
@@ -70,11 +75,12 @@ def main() -> None:
             if browser.errors:
                 sys.exit(f"the page reported errors: {browser.errors}")
         try:
-            Image.open(shot).convert("RGB").quantize(colors=64).save(args.output, optimize=True)
-        except (OSError, ValueError) as exc:
+            with atomic_file(args.output) as png:
+                Image.open(shot).convert("RGB").quantize(colors=64).save(png, format="PNG", optimize=True)
+        except (OSError, ValueError, ExpmrcError) as exc:
             refuse(f"error: {args.output}: cannot write the screenshot ({exc})")
     print(f"wrote {args.output} ({Path(args.output).stat().st_size:,d} bytes)")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_guarded(lambda _: main(), None))  # bad input one line, exit 2; Ctrl-C 130

@@ -18,5 +18,5 @@
 # Optional:   as in run_squad.sh (SEED, DO_LOWER_CASE, TRAIN_BATCH_SIZE, ..., LAUNCH, EXTRA_ARGS, DRY_RUN=1).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
-usage_on_help "$@"
+no_arguments "$@"
 run_subset cmrc2018 span 0.01 True

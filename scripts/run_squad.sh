@@ -25,5 +25,5 @@
 #             DRY_RUN=1 prints the command instead of running it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
-usage_on_help "$@"
+no_arguments "$@"
 run_subset squad span 0.01 False

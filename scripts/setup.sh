@@ -6,7 +6,7 @@
 # checkout that lacks them stops at once unless NLTK_DATA (or ~/nltk_data) holds tokenizers/punkt_tab/english.
 set -euo pipefail
 source "$(dirname "$0")/_common.sh"
-usage_on_help "$@"
+no_arguments "$@"
 cd "$(dirname "$0")/.."
 PUNKT=tokenizers/punkt_tab/english
 punkt_places() {  # the shipped copy, then where NLTK itself looks first (NLTK_DATA's folders, ~/nltk_data)

@@ -13,6 +13,8 @@ from helpers.common import torch_threads
 
 def pytest_configure(config):
     """Feature caches of the tests (and of the scripts they run) go to a private folder, never the user's cache."""
+    config.addinivalue_line("markers", "ctrl_c: sends Ctrl-C to a command (the press_ctrl_c fixture); "
+                                       "tests/cli/test_ctrl_c.py runs them all with SIGINT ignored, as a script would")
     config._expmrc_cache = tempfile.mkdtemp(prefix="expmrc-test-cache-")
     os.environ["EXPMRC_CACHE"] = config._expmrc_cache
 
@@ -34,6 +36,21 @@ def write_json(tmp_path):
             path.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
         return str(path)
     return write
+
+
+@pytest.fixture
+def press_ctrl_c():
+    """Ctrl-C as a terminal sends it (tests/helpers/interrupt.py): every test that sends one takes this fixture, and
+    is marked `ctrl_c` by it."""
+    from helpers import interrupt
+
+    return interrupt
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "press_ctrl_c" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ctrl_c)
 
 
 @pytest.fixture

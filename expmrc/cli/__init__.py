@@ -70,25 +70,54 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: dispatch to a subcommand and return the exit status; bad input is one line and 2."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        if not argv or argv[0] not in COMMANDS:
-            parser = build_parser()
-            if not argv:
-                parser.print_help()
-                return 2
-            parser.parse_args(argv)  # prints --help/--version, or a one-line usage error
+    if not argv or argv[0] not in COMMANDS:
+        if not argv:
+            try:
+                build_parser().print_help()
+            except OSError as exc:
+                return _stdout_failed(exc)
             return 2
-        name = argv[0]
-        module_name, help_text = COMMANDS[name]
-        module = importlib.import_module(module_name)  # subcommand modules import their heavy packages lazily
-        parser = OneLineParser(prog=f"expmrc {name}", description=getattr(module, "DESCRIPTION", help_text),
-                               formatter_class=argparse.RawDescriptionHelpFormatter)
-        module.add_arguments(parser)
-        args = parser.parse_args(argv[1:])
-        args.command_line = ["expmrc", *argv]  # what a run record keeps as the command that started it
-    except SystemExit as exc:  # --help, --version and usage errors
-        return exc.code if isinstance(exc.code, int) else 2
+        status = parse_arguments(build_parser(), argv)  # prints --help/--version, or a one-line usage error
+        return status if isinstance(status, int) else 2
+    name = argv[0]
+    module_name, help_text = COMMANDS[name]
+    module = importlib.import_module(module_name)  # subcommand modules import their heavy packages lazily
+    parser = OneLineParser(prog=f"expmrc {name}", description=getattr(module, "DESCRIPTION", help_text),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    module.add_arguments(parser)
+    args = parse_arguments(parser, argv[1:])
+    if isinstance(args, int):
+        return args
+    args.command_line = ["expmrc", *argv]  # what a run record keeps as the command that started it
     return run_guarded(module.run, args)
+
+
+def parse_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace | int:
+    """`parser.parse_args(argv)`, or the exit status where parsing stopped: a usage error's 2 (its line printed), 0
+    after --help or --version, and 2 with one line where stdout could not take them (closed, a full device; argparse
+    itself would drop the text, or print it on stderr, and exit 0)."""
+    closed = sys.stdout is None
+    if closed:
+        sys.stdout = _ClosedStdout()
+    try:
+        try:
+            return parser.parse_args(argv)
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 2
+            if status == 0:
+                sys.stdout.flush()  # a block-buffered stdout fails here
+            return status
+    except OSError as exc:
+        return _stdout_failed(exc)
+    finally:
+        if closed:
+            sys.stdout = None
+
+
+def _stdout_failed(exc: OSError) -> int:
+    print_error(f"error: cannot write to standard output: {exc.strerror or exc}")
+    _silence_stdout()
+    return 2
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
@@ -137,9 +166,7 @@ def run_guarded(func: Callable[[Any], int | None], args: Any) -> int:
     except OSError as exc:  # files are written by data/io.py, which names them; a nameless stream is stdout
         if exc.filename is not None:
             raise
-        print_error(f"error: cannot write to standard output: {exc.strerror or exc}")
-        _silence_stdout()
-        return 2
+        return _stdout_failed(exc)
     finally:
         if closed:
             sys.stdout = None

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         raise ExpmrcError(f"expected DATASET PREDICTIONS pairs, got {len(args.pairs)} paths (an odd number)")
     if args.details:
         check_output_path(args.details, "file", inputs=args.pairs)
-    config = JudgeConfig.from_flags(vars(args)) if args.judge else None
+    config = JudgeConfig.from_flags(vars(args))
     reports, datasets = _score_pairs(args)
     settings = _resampling(args)
     supports: list[Support | None] = [None] * len(reports)

@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from expmrc.data.datasets import load_dataset
-    from expmrc.data.io import check_output_path, write_json_atomic, write_text_atomic
+    from expmrc.data.io import check_distinct_outputs, check_output_path, json_text, write_texts_atomic
     from expmrc.inference.faithfulness_run import run_faithfulness
     from expmrc.inference.rerun import FineTuned, torch_device
     from expmrc.errors import ExpmrcError
@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     for path in (args.details, args.output):
         if path:
             check_output_path(path, "file", inputs=[args.dataset])
+    check_distinct_outputs({"--output": args.output, "--details": args.details})
     torch_device(args.device)  # a bad --device is one line before any loading
     quiet_libraries()
     dataset = load_dataset(args.dataset, args.subset)
@@ -66,10 +67,11 @@ def run(args: argparse.Namespace) -> int:
         raise ExpmrcError(f"{args.run_dir}: a Select & Forget run (--select_and_forget True): its answer comes from "
                           "a second model reading the evidence alone, which expmrc faithfulness does not measure")
     result = run_faithfulness(model, dataset, args.max_k, progress=not args.quiet)
-    if args.details:
-        write_text_atomic(args.details, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in result.details))
+    outputs = [(args.details, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in result.details))] \
+        if args.details else []
     if args.output:
-        write_json_atomic(args.output, result.as_dict(), indent=1)
+        outputs.append((args.output, json_text(args.output, result.as_dict(), indent=1)))
+    write_texts_atomic(outputs)
     if args.json:
         print(json.dumps(result.as_dict(), ensure_ascii=False, indent=1))
     else:

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from expmrc.cli.judge_flags import add_judge_arguments
 from expmrc.data import subsets
 from expmrc.text.grounding import FUZZY_THRESHOLD
 
@@ -33,9 +34,18 @@ wrote them (--drop-unverified empties the altered and unverified ones). It print
 status and two rates over the questions with evidence: verbatim (exact + normalized) and
 untrustworthy (unverified + altered + reworded). docs/grounding.md has the rules.
 
+--judge nli|chat --judge-model NAME splits the reworded and altered evidence by entailment: the
+judge (as `expmrc judge`'s) reads each such quote against the passage text it covers, both ways:
+paraphrase when each entails the other, contradicted when either way contradicts, else
+unsupported (unjudged: no verdict, counted apart). It prints the shares of the quotes judged, by
+status, and a check of the judge on the same spans (a span with itself should be a paraphrase, with
+its negation or another passage sentence not), with a warning when it does not separate them;
+--details gains each such quote's `entailment` (label, both verdicts, the check's labels).
+
 examples:
   expmrc ground squad llm/predictions.json --output llm/grounded.json --details llm/grounding.jsonl
   expmrc ground c3 replies.json --output grounded.json --drop-unverified
+  expmrc ground squad llm/predictions.json --output g.json --judge nli --judge-model models/nli
 """
 
 
@@ -54,33 +64,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="empty the fields that could not be located or whose facts were changed (altered)")
     parser.add_argument("--subset", choices=subsets.names(),
                         help="the dataset's subset, when its `version` does not say")
+    add_judge_arguments(parser, without=("statement",))
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (the judge's)")
 
 
 def run(args: argparse.Namespace) -> int:
     from expmrc.data.datasets import load_dataset
-    from expmrc.data.io import check_output_path, write_json_atomic, write_text_atomic
+    from expmrc.data.io import check_distinct_outputs, check_output_path, json_text, write_texts_atomic
     from expmrc.data.submissions import load_submission
-    from expmrc.errors import ExpmrcError
+    from expmrc.errors import warn
+    from expmrc.llm.fetch import Interrupted
+    from expmrc.llm.judges import JudgeConfig, judge_rewordings, stopped_line
     from expmrc.text.grounding import STATUSES, ground_submission, trust_line
 
+    config = JudgeConfig.from_flags(vars(args))
     for path in (args.output, args.details):
         if path:
             check_output_path(path, "file", inputs=[args.dataset, args.submission])
-    if args.details and args.details == args.output:
-        raise ExpmrcError(f"{args.output}: --output and --details name the same file")
+    check_distinct_outputs({"--output": args.output, "--details": args.details})
     dataset = load_dataset(args.dataset, args.subset)
     submission = load_submission(args.submission)
     result = ground_submission(dataset, submission, args.drop_unverified, source=args.submission)
+    split = None
+    if config is not None:
+        try:
+            split = judge_rewordings(config, dataset, submission, result.details)
+        except Interrupted as stop:
+            print(stopped_line(stop.status, stop.cached, stop.total, config), file=sys.stderr)
+            return stop.status
     missing = len(dataset.questions) - len(result.submission)
     if missing:
         print(f"warning: {args.submission}: {missing} of {len(dataset.questions)} questions have no prediction",
               file=sys.stderr)
-    if args.details:
-        write_text_atomic(args.details, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.details))
-    write_json_atomic(args.output, result.submission, indent=1)
+    details = [(args.details, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.details))] \
+        if args.details else []
+    write_texts_atomic([*details, (args.output, json_text(args.output, result.submission, indent=1))])
     fields = [("evidence", result.counts)] + ([("answer", result.answer_counts)] if result.answer_counts else [])
     for name, counts in fields:
         print(f"{name}: " + ", ".join(f"{status} {counts[status]}" for status in STATUSES))
     print(trust_line(result.summary()))
+    if split is not None:
+        print("\n".join(split.lines() + [f"entailment signature: {split.signature}"]))
+        if (line := split.warning()) is not None:
+            warn(line)
     print(f"wrote {len(result.submission)} questions to {args.output}", file=sys.stderr)
     return 0

@@ -72,17 +72,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from expmrc.data.datasets import load_dataset
-    from expmrc.data.io import check_output_path, write_json_atomic, write_text_atomic
+    from expmrc.data.io import check_distinct_outputs, check_output_path, json_text, write_texts_atomic
     from expmrc.data.submissions import load_submission
     from expmrc.errors import warn
     from expmrc.llm.fetch import Interrupted
     from expmrc.llm.judges import judge_submission, stopped_line
     from expmrc.scoring.stats import Resampling
-    from expmrc.scoring.support import choose_statement, file_sha256
+    from expmrc.scoring.support import choose_statement
     from expmrc.text.grounding import check_subset
 
     started = time.time()
     config = JudgeConfig.from_flags(vars(args))
+    assert config is not None  # --judge is required here
     settings = Resampling(args.ci_resamples, args.seed, args.confidence)
     dataset = load_dataset(args.dataset, args.subset)
     submission = load_submission(args.predictions)
@@ -91,17 +92,20 @@ def run(args: argparse.Namespace) -> int:
     for output in (args.details, args.output):
         if output:
             check_output_path(output, "file", inputs=[dataset.path, args.predictions])
+    check_distinct_outputs({"--details": args.details, "--output": args.output})
     try:
         support, record = judge_submission(config, dataset, args.predictions, submission, settings, started,
                                            getattr(args, "command_line", None))
     except Interrupted as stop:
         print(stopped_line(stop.status, stop.cached, stop.total, config), file=sys.stderr)
         return stop.status
-    summary = {**support.summary(), "predictions_sha256": file_sha256(args.predictions)}
+    summary = support.summary()
+    outputs = []  # all or none: a full device under one leaves the other as it was
     if args.details:
-        write_text_atomic(args.details, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in support.details()))
+        outputs.append((args.details, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in support.details())))
     if args.output:
-        write_json_atomic(args.output, {"support": summary, "record": record.as_json()}, indent=1)
+        outputs.append((args.output, json_text(args.output, {"support": summary, "record": record.as_json()}, indent=1)))
+    write_texts_atomic(outputs)
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=1))
     else:

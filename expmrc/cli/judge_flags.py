@@ -38,9 +38,9 @@ FLAGS: dict[str, tuple[dict[str, Any], str, bool]] = {
 }
 
 
-def add_judge_arguments(parser: argparse.ArgumentParser, own: bool = False) -> None:
+def add_judge_arguments(parser: argparse.ArgumentParser, own: bool = False, without: tuple[str, ...] = ()) -> None:
     """--judge and --judge-model, and the judge's settings: under their own names in `expmrc judge` (`own`), as
-    --judge-NAME (the commonest ones) elsewhere; every value lands in `judge_NAME`."""
+    --judge-NAME (the commonest ones, less those named in `without`) elsewhere; every value lands in `judge_NAME`."""
     defaults = JudgeConfig(judge="", model="")
     group = parser.add_argument_group("support judge" + ("" if own else " (see `expmrc judge --help`)"))
     group.add_argument("--judge", choices=JUDGES.names(), required=own,
@@ -48,7 +48,7 @@ def add_judge_arguments(parser: argparse.ArgumentParser, own: bool = False) -> N
                        "nli or chat (see above)")
     group.add_argument("--judge-model", metavar="NAME", help="an NLI model's folder or Hub id, or a chat model's name")
     for name, (options, text, shared) in FLAGS.items():
-        if own or shared:
+        if (own or shared) and name not in without:
             field = name.replace("-", "_")
             if "choices" not in options and options.get("action") != "store_true":
                 options = {"metavar": name.upper().replace("-", "_"), **options}

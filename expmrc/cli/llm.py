@@ -37,7 +37,10 @@ and scores.json; with --limit also dataset.json, exactly the questions asked, fo
 
 --judge nli|chat --judge-model NAME asks, after grounding, whether each grounded evidence supports its
 answer (as `expmrc judge` does, with the check of the judge): scores.json gets the support rate,
-responses.jsonl each question's label, run_info.json the judge's signature.
+responses.jsonl each question's label, run_info.json the judge's signature. The same judge splits the
+reworded and altered evidence by entailment against the passage text it covers (as `expmrc ground
+--judge` does): paraphrase, unsupported, contradicted, in scores.json and run_info.json (`entailment`)
+and each question's grounding in responses.jsonl.
 
 --samples N (with --temperature above 0) asks N replies per question and keeps the majority answer,
 with the evidence of its best-grounded reply; the agreement rate goes in the record (self-consistency).
@@ -215,12 +218,12 @@ def run(args: argparse.Namespace) -> int:
 
     start = time.time()
     config = LLMConfig.from_flags({**vars(args), "command": tuple(getattr(args, "command_line", ()) or ())})
-    if args.judge and config.export_batch:
+    judge = JudgeConfig.from_flags(vars(args))
+    if judge is not None and config.export_batch:
         raise ExpmrcError("--judge with --export-batch: nothing is judged until the replies are imported "
                           "(--import-batch)")
     prepared = llm.prepare(config)
-    judged = grounded_judge(JudgeConfig.from_flags(vars(args)), os.path.join(config.run_dir, LLM_GROUNDED)) \
-        if args.judge else None
+    judged = grounded_judge(judge, os.path.join(config.run_dir, LLM_GROUNDED)) if judge is not None else None
     if config.export_batch:
         from expmrc.llm.batch import export_batch
 

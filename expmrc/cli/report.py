@@ -29,9 +29,10 @@ choice, the scores; filters by quadrant, question type and score range, search b
 sorting by any score. With two submissions, both predictions on the same passage and the score
 differences B - A, sortable, and in the summary the paired bootstrap test of B against A per score
 (as `expmrc compare` gives it) with the questions that decide the difference (the largest gains and
-losses of B). With --judge-details (a file of `expmrc judge --details` per submission, in order),
-each question shows the judge's support label beside the submission's evidence and the summary the
-support rate. docs/report.md explains the page.
+losses of B). With --judge-details (a file of `expmrc judge --details`, once per submission), each
+question shows the judge's support label beside the submission's evidence and the summary the
+support rate; each file goes to the submission it judged (its lines carry that file's sha256), and
+details of another submission are refused. docs/report.md explains the page.
 
 examples:
   expmrc report squad sample_submission/squad.json --output squad-report.html
@@ -75,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--title", help="the page's title (default: the subset and the submissions' names)")
     parser.add_argument("--judge-details", action="append", default=[], metavar="FILE.jsonl",
                         help="a judge's labels of a submission (`expmrc judge --details`), shown beside its evidence; "
-                             "once per submission, in their order")
+                             "once per submission (each goes to the submission whose sha256 it carries)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
     for sub in submissions:
         for line in coverage_warnings(sub.report):
             print(line, file=sys.stderr)
+        if sub.support_source is not None and len(submissions) > 1:
+            print(f"{sub.support_source}: the judge's labels of {sub.name} ({sub.report.prediction_path})",
+                  file=sys.stderr)
     size = write_page(args.output, html)
     print(f"wrote {args.output}: {submissions[0].report.total} questions, {len(submissions)} submission(s), "
           f"{human_size(size)}", file=sys.stderr)

@@ -23,7 +23,7 @@ import re
 import shutil
 import stat
 import sys
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 from collections.abc import Iterator
@@ -370,24 +370,60 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
             os.fsync(f.fileno())
 
 
-def write_text_atomic(path: str, text: str) -> None:
-    """Write UTF-8 text atomically (see write_bytes_atomic); text that cannot be encoded is one line."""
+def _utf8(path: str, text: str) -> bytes:
     try:
-        data = text.encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ExpmrcError(f"{path}: cannot write text holding {text[exc.start:exc.end]!r}, a lone surrogate that "
                           "is not a character (from a file name or input that is not UTF-8?)") from None
-    write_bytes_atomic(path, data)
 
 
-def write_json_atomic(path: str, obj: Any, indent: int | None = None, sort_keys: bool = False) -> None:
-    """Write JSON atomically; NaN and Infinity, which JSON lacks, are refused in one line."""
+def write_text_atomic(path: str, text: str) -> None:
+    """Write UTF-8 text atomically (see write_bytes_atomic); text that cannot be encoded is one line."""
+    write_bytes_atomic(path, _utf8(path, text))
+
+
+def json_text(path: str, obj: Any, indent: int | None = None, sort_keys: bool = False) -> str:
+    """`obj` as the JSON text written to `path`; NaN and Infinity, which JSON lacks, are refused in one line."""
     try:
         text = json.dumps(obj, ensure_ascii=False, indent=indent, sort_keys=sort_keys, allow_nan=False)
     except ValueError as exc:
         reason = "a NaN or infinite number, which JSON cannot hold" if "Out of range float" in str(exc) else str(exc)
         raise ExpmrcError(f"{path}: cannot write JSON holding {reason}") from None
-    write_text_atomic(path, text + "\n")
+    return text + "\n"
+
+
+def write_json_atomic(path: str, obj: Any, indent: int | None = None, sort_keys: bool = False) -> None:
+    """Write JSON atomically; NaN and Infinity, which JSON lacks, are refused in one line."""
+    write_text_atomic(path, json_text(path, obj, indent, sort_keys))
+
+
+def check_distinct_outputs(outputs: dict[str, str | None]) -> None:
+    """Refuse, in one line, one file given for two outputs (`{flag: path}`; the same resolved path or a hard link,
+    however it is named): the second would replace the first."""
+    given = [(flag, path) for flag, path in outputs.items() if path]
+    for i, (flag, path) in enumerate(given):
+        for other_flag, other in given[:i]:
+            if path == other or _same_file(Path(path), other):
+                raise ExpmrcError(f"{path}: given for both {other_flag} and {flag}; give each output a file of its own")
+
+
+def write_texts_atomic(outputs: list[tuple[str, str]]) -> None:
+    """Write several outputs, `(path, text)`, all or none: every file is built under its temporary name first and
+    renamed into place only once all are written (stdout, FIFOs and devices last, directly), so a failure leaves
+    every output as it was."""
+    data = [(path, _utf8(path, text)) for path, text in outputs]
+    with ExitStack() as stack:
+        for path, raw in data:
+            if not is_special_output(path):
+                with open(stack.enter_context(atomic_file(path)), "wb") as handle:
+                    handle.write(raw)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+        for path, raw in data:
+            if is_special_output(path):
+                check_output_path(path, "file")
+                _write_directly(path, raw)
 
 
 def check_output_folder(path: str, inputs: tuple[str, ...] | list[str] = (), overwrite: bool = False) -> Path:

@@ -9,7 +9,8 @@ A baseline (training) run:
       model/                 the fine-tuned model (a complete Hugging Face folder)
       checkpoints/step-N/    resumable checkpoints (Accelerator.save_state + expmrc_state.json), removed
                              when the run finishes unless --keep_final_checkpoints True
-      train_log.jsonl        loss every --logging_steps
+      train_log.jsonl        loss, its parts, learning rate and throughput every --logging_steps
+      tensorboard/           with --report_to tensorboard: the training curves' event files
       predict-only/          run_info.json and predictions of a --do_predict run without --do_train into the
                              folder of a training run, whose own record and predictions are kept
       faithfulness.json      `expmrc faithfulness RUN_DIR DEV --output RUN_DIR/faithfulness.json`, read by collect
@@ -50,7 +51,6 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Iterator
@@ -66,6 +66,7 @@ MODEL_DIR = "model"
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_STATE = "expmrc_state.json"
 LOG_FILE = "train_log.jsonl"
+TENSORBOARD_DIR = "tensorboard"
 SELECTION_FILE = "selected_evidence.json"
 ANSWERER_DIR = "answerer"
 ANSWERER_RUN_DIR = "answerer-training"
@@ -113,6 +114,8 @@ class Environment:
     @classmethod
     def here(cls, device: str | None) -> Environment:
         """This process's environment, on `device` (None: no local device, e.g. a remote LLM endpoint)."""
+        from importlib import metadata  # here, not at the top: scoring imports this module and needs none of it
+
         versions: dict[str, str | None] = {"expmrc": __version__, "python": platform.python_version()}
         for name in PACKAGES:
             try:

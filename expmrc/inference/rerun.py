@@ -2,49 +2,37 @@
 list of questions exactly as the run predicted its own.
 
 `expmrc faithfulness` re-predicts passages it edited itself, so it builds the windows of the questions it
-is given (no feature cache). Everything else is the run's: the settings come from the fine-tuned folder's
-record (`config.json` → `expmrc.settings`, read by the task layer, `expmrc.tasks`), else from
-the run's run_info.json, and the run's own task predictor (`expmrc.inference.task_predictor`) builds the
-windows, pads them as the run padded them on this device, predicts through the one prediction loop (longest
-first, under the run's autocast precision, in batches of the run's --predict_batch_size unless told otherwise)
-and decodes them with the recorded settings. So a saved run re-predicts its own dev_predictions.json.
+is given (no feature cache). Everything else is the run's: the fine-tuned folder's record (`config.json` →
+`expmrc`, else the run's run_info.json for the settings) is read by `expmrc.inference.saved.SavedModel`, whose one
+rule also settles a predict-only run's settings, and the run's own task predictor
+(`expmrc.inference.task_predictor`) builds the windows, pads them as the run padded them on this device, predicts
+through the one prediction loop (longest first, under the run's precision and attention path, in batches of the
+run's --predict_batch_size unless told otherwise) and decodes them with the recorded settings. So a saved run
+re-predicts its own dev_predictions.json.
 """
 
 from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import replace
+import logging
 from functools import partial
-from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Sequence
 
 import torch
 
 from expmrc.data.datasets import Question
-from expmrc.data.runs import MODEL_DIR, RUN_INFO, RunRecord, check_schema
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import uses_token_types
 from expmrc.inference.buckets import BucketPlan, graphs_unavailable
-from expmrc.inference.predictor import PREDICT_BATCH_SIZE
+from expmrc.inference.saved import SavedModel
 from expmrc.inference.task_predictor import Predicted, TaskPredictor
-from expmrc.models.backbones import load_task_model, resolve_source, training_record
+from expmrc.models.backbones import load_task_model, resolve_source
 from expmrc.models.unpadded import resolve_attention
-from expmrc.tasks import TaskSettings, TaskSpec, task_spec
+from expmrc.tasks import task_spec
 
-
-def find_model(path: str) -> tuple[Path, Path | None]:
-    """The fine-tuned model folder a path names (a run directory's `model/`, or the folder itself) and the
-    run directory, if any; one line when there is none."""
-    root = Path(path)
-    if (root / MODEL_DIR / "config.json").is_file():
-        return root / MODEL_DIR, root
-    if (root / "config.json").is_file():
-        return root, root.parent if (root.parent / RUN_INFO).is_file() else None
-    if not root.exists():
-        raise ExpmrcError(f"{path}: no such run directory or model folder")
-    raise ExpmrcError(f"{path}: holds no fine-tuned model (neither {MODEL_DIR}/config.json nor config.json); "
-                      "train first")
+logger = logging.getLogger("expmrc")
 
 
 def torch_device(name: str | None) -> torch.device:
@@ -70,58 +58,49 @@ def torch_device(name: str | None) -> torch.device:
     return device
 
 
-def recorded_settings(spec: TaskSpec, record: dict[str, Any], folder: Path, run_dir: Path | None) -> TaskSettings:
-    """The settings the model was trained and decoded with: its folder's record, else its run's run_info.json."""
-    if "settings" in record:
-        return spec.settings_from_record(record["settings"], f"{folder / 'config.json'}")
-    info = RunRecord.read(run_dir) if run_dir is not None else None
-    if run_dir is not None and info is not None and "settings" in info.settings:
-        return spec.settings_from_record(info.get("settings"), f"{run_dir / RUN_INFO}")
-    raise ExpmrcError(f"{folder / 'config.json'}: records no window and decoding settings (a model fine-tuned by an "
-                      "older version); train it again to predict with it")
-
-
-def autocast_for(precision: Any, device: torch.device) -> Callable[[], Any]:
-    """The autocast context the run predicted under: bf16/fp16 as recorded, FP32 otherwise."""
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(str(precision))
-    if dtype is None or (dtype == torch.float16 and device.type == "cpu"):
+def autocast_for(precision: str, device: torch.device) -> Callable[[], Any]:
+    """The autocast context of a chosen precision (`Prediction.precision`, one the device runs): bf16 or fp16
+    autocast, else FP32."""
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    if dtype is None:
         return nullcontext
     return partial(torch.autocast, device_type=device.type, dtype=dtype)
 
 
 class FineTuned:
     """A fine-tuned span or choice model and its task predictor (`predictor`: the tokenizer, the recorded settings,
-    the device, the batch size and precision), ready to predict on the attention path a predict-only run of the
-    baselines takes on that device (`--attention auto`)."""
+    the device, the batch size and precision), on the attention path a predict-only run of the baselines takes on
+    that device: both settle their settings by `SavedModel.choose` (`prediction`)."""
 
     def __init__(self, path: str, device: str | None = None, batch_size: int | None = None) -> None:
-        folder, run_dir = find_model(path)
-        record = training_record(str(folder))
-        if "task" not in record:
-            raise ExpmrcError(f"{folder}: not a fine-tuned expmrc model (its config.json has no expmrc task record)")
-        check_schema(record, f"{folder / 'config.json'}")
-        self.spec = task_spec(record["task"], f"{folder / 'config.json'}")
+        saved = SavedModel.find(path)
+        if not saved.fine_tuned:
+            raise ExpmrcError(f"{saved.folder}: not a fine-tuned expmrc model (its config.json has no expmrc task "
+                              "record)")
+        self.spec = task_spec(saved.record["task"], saved.where)
         self.kind: str = self.spec.kind
-        self.record = record
-        source = resolve_source(str(folder))
-        self.model, _ = load_task_model(self.spec.model_class, source)
-        settings = recorded_settings(self.spec, record, folder, run_dir)
+        self.record = saved.record
         on = torch_device(device)
-        recorded_batch = record.get("predict_batch_size")
-        self.predictor = TaskPredictor(
-            self.spec, source.tokenizer, settings, uses_token_types(source.tokenizer, self.model.config), on,
-            batch_size or (recorded_batch if isinstance(recorded_batch, int) and recorded_batch > 0
-                           else PREDICT_BATCH_SIZE), autocast_for(record.get("mixed_precision"), on))
-        self.predictor.check_fits(self.model, f"{folder / 'config.json'}: the recorded setting ")
-        path = resolve_attention("auto", on.type, str(record.get("mixed_precision")), False)[0]
-        self.model.use_attention(path)
-        if record.get("graph_buckets") is not None and graphs_unavailable(on.type, str(record.get("mixed_precision")),
+        self.prediction = saved.choose(self.spec, {} if batch_size is None else {"predict_batch_size": batch_size},
+                                       on.type)
+        for note in self.prediction.notes:
+            logger.info(note)
+        source = resolve_source(str(saved.folder))
+        self.model, _ = load_task_model(self.spec.model_class, source)
+        chosen = self.prediction
+        self.predictor = TaskPredictor(self.spec, source.tokenizer, chosen.settings,
+                                       uses_token_types(source.tokenizer, self.model.config), on, chosen.batch_size,
+                                       autocast_for(chosen.precision, on))
+        self.predictor.check_fits(self.model, f"{saved.where}: the recorded setting ")
+        self.model.use_attention(resolve_attention(chosen.attention, on.type, chosen.precision, False)[0])
+        record = saved.record
+        if record.get("graph_buckets") is not None and graphs_unavailable(on.type, chosen.precision,
                                                                           self.model.attention_path) is None:
             # predicted in the graphed run's token buckets, as a predict-only run predicts where graphs run
             self.predictor = replace(self.predictor, buckets=BucketPlan.from_record(record["graph_buckets"],
-                                                                                    f"{folder / 'config.json'}"))
+                                                                                    saved.where))
         self.model.to(on).eval()
-        self.name = str(folder)
+        self.name = str(saved.folder)
 
     def predict(self, questions: Sequence[Question]) -> Predicted:
         """Answers and evidence for `questions`: windows, model, decoding on the questions' own passages."""

@@ -82,6 +82,19 @@ def public_url(url: str) -> str:
     return urlunsplit((scheme, host, parts.path.rstrip("/"), "", ""))
 
 
+def check_api_key(key: str, name: str) -> None:
+    """Refuse, in one line that shows neither the key nor anything of it, a key an HTTP header cannot carry (a line
+    break, a space, a control or non-ASCII character: the HTTP client would fail on it, echoing the header), and a
+    --api-key-env that names no variable of the environment but looks like a key given in its place."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or (name not in os.environ and name != "OPENAI_API_KEY"):
+        raise ExpmrcError("--api-key-env takes the name of an environment variable that holds the key, and no variable "
+                          "of the name given is set (the name is not shown, in case it is the key itself)")
+    bad = next((i for i, ch in enumerate(key) if not "!" <= ch <= "~"), None)
+    if bad is not None:
+        raise ExpmrcError(f"${name} holds a character an API key cannot have (a line break, space, control or "
+                          f"non-ASCII character, at position {bad + 1} of {len(key)}); set it again to the key alone")
+
+
 class OpenAIBackend:
     """Chat completions over HTTP; one request per call, run concurrently by the caller."""
 
@@ -92,6 +105,7 @@ class OpenAIBackend:
 
     def __init__(self, base_url: str, api_key: str, retries: int = 5, timeout: float = 600.0,
                  backoff: float = 1.0, key_name: str = "OPENAI_API_KEY") -> None:
+        check_api_key(api_key, key_name)
         import openai
 
         self.url = public_url(base_url)
@@ -103,6 +117,7 @@ class OpenAIBackend:
         self._lock = threading.Lock()
         self._round = 0  # the last retry round announced since a reply came: one line per round, not per request
         self._openai = openai
+        self._key = api_key  # only to keep it out of every message (`_hidden`)
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=timeout)
 
     def identity(self) -> dict[str, Any]:
@@ -170,6 +185,10 @@ class OpenAIBackend:
             self._round = round_
         warn(f"{self.url}: {self._failure(exc)}; retry {round_} of {self.retries} in {delay:.1f} s")
 
+    def _hidden(self, text: str) -> str:
+        """`text` (a server's or the HTTP client's words) with the API key, should it hold it, masked."""
+        return text.replace(self._key, "***") if len(self._key) >= 4 else text
+
     def _failure(self, exc: Exception) -> str:
         status = getattr(exc, "status_code", None)
         if status:
@@ -177,13 +196,13 @@ class OpenAIBackend:
         if isinstance(exc, self._openai.APITimeoutError):
             return "timed out; raise --timeout?"
         cause = exc.__cause__  # the HTTP client's own error says why ("[Errno 111] Connection refused")
-        return f"cannot connect: {_message(cause if cause is not None and str(cause) else exc).rstrip('.')}"
+        return f"cannot connect: {self._hidden(_message(cause if cause is not None and str(cause) else exc)).rstrip('.')}"
 
     def _gave_up(self, exc: Exception) -> str:
         return f"{self.url}: no reply after {self.retries} retries ({self._failure(exc)})"
 
     def _refused(self, exc: Any, body: dict[str, Any]) -> str:
-        detail, model = _message(exc), body.get("model")
+        detail, model = self._hidden(_message(exc)), body.get("model")
         if exc.status_code in (401, 403):
             return f"{self.url} refused the API key ({exc.status_code}): {detail}; check ${self.key_name} (--api-key-env)"
         if exc.status_code == 404:
@@ -248,6 +267,9 @@ def hub_source(model: str, timeout: float = 10.0) -> bool:
     file for about a minute before failing, even for a model it holds in its cache."""
     if os.path.isdir(model):
         return False
+    if not re.fullmatch(r"(?:[\w.-]+/)?[\w.-]{1,96}", model) or re.search(r"--|\.\.|^[.-]|[.-]$|/[.-]|[.-]/", model):
+        raise ExpmrcError(f"{model}: no such folder (and no Hugging Face Hub id, which is NAME or ORG/NAME)")
+    import transformers  # noqa: F401 - the train extra first: where it is missing, that is the line (not huggingface_hub)
     from huggingface_hub import HfApi, constants
 
     cached = _hub_snapshot(model) is not None

@@ -40,6 +40,23 @@ def _record(path: str, number: int, line: str) -> tuple[str, dict[str, Any]]:
     return record["custom_id"], record
 
 
+def _samples(rids: set[str] | dict[str, Any]) -> int:
+    """How many samples per question these request ids hold (`ID#0` ... `ID#N-1`; 1 for bare ids)."""
+    return max((int(r.rpartition("#")[2]) + 1 for r in rids if r.rpartition("#")[2].isdigit()), default=1)
+
+
+def _samples_hint(rid: str, rids: set[str]) -> str:
+    """Where an unknown custom_id is a question's request under another --samples (`ID` or `ID#i`): says so."""
+    samples = _samples(rids)
+    now = f"this run asks {samples} per question (--samples {samples})" if samples > 1 else "this run asks one"
+    qid, sample, index = rid.rpartition("#")
+    if sample and index.isdigit() and (qid in rids or f"{qid}#0" in rids):
+        return f": it is sample {index} of question {qid}; {now}: give the --samples the requests were exported with"
+    if f"{rid}#0" in rids:
+        return f": it is question {rid}'s only request, exported without --samples; {now}: drop --samples"
+    return ""
+
+
 def _reply(record: dict[str, Any]) -> Reply:
     """The reply a Batch output record holds, or a failed one saying why there is none."""
     error, response = record.get("error"), record.get("response")
@@ -68,10 +85,14 @@ def import_batch(path: str, rids: set[str]) -> dict[str, Reply]:
             continue
         rid, record = _record(path, number, line)
         if rid not in rids:
-            raise ExpmrcError(f"{path}: line {number}: custom_id {rid!r} is no request of this run")
+            raise ExpmrcError(f"{path}: line {number}: custom_id {rid!r} is no request of this run{_samples_hint(rid, rids)}")
         if rid in first_line:
             raise ExpmrcError(f"{path}: line {number}: custom_id {rid!r} answered a second time (first on line "
                               f"{first_line[rid]}); a Batch output holds one response per request")
         first_line[rid] = number
         replies[rid] = _reply(record)
+    samples, answered = _samples(rids), _samples(replies)
+    if replies and answered < samples:  # exported with fewer --samples: the votes would count missing replies
+        raise ExpmrcError(f"{path}: answers {answered} sample(s) per question, this run asks {samples} (--samples "
+                          f"{samples}); give the --samples the requests were exported with")
     return replies

@@ -4,12 +4,13 @@ handling of `expmrc llm`, asked by a versioned prompt in English or Chinese (`JU
 
 `judge_submissions` judges one or more submissions of a dataset together with the check of the judge (the
 pairs of expmrc/scoring/support.py, each distinct pair once) and returns their `Support`s; `judge_record`
-is the run record (`RunRecord`, kind `judge`) kept beside the figures.
+is the run record (`RunRecord`, kind `judge`) kept beside the figures. The same judges split grounding's
+reworded and altered evidence by entailment (`split_rewordings`, expmrc/scoring/rewording.py).
 
 This is the one place a judging run is orchestrated: the commands parse their flags into a `JudgeConfig`
 (`JudgeConfig.from_flags`) and call `judge_submission` (`expmrc judge`), `judge_each` (`evaluate --judge`,
-`compare --judge`) or `grounded_judge` (`llm --judge`); `stopped_line` is what a chat judge stopped by Ctrl-C
-or SIGTERM says.
+`compare --judge`), `grounded_judge` (`llm --judge`: support and split) or `judge_rewordings` (`ground
+--judge`); `stopped_line` is what a chat judge stopped by Ctrl-C or SIGTERM says.
 """
 
 from __future__ import annotations
@@ -28,11 +29,14 @@ from expmrc.errors import ExpmrcError
 from expmrc.llm.completion import Reply
 from expmrc.llm.config import LLMConfig
 from expmrc.registry import Registry
-from expmrc.scoring.stats import Resampling
+from expmrc.scoring.rewording import Split, rewordings, split_of, split_pairs, split_signature
+from expmrc.scoring.stats import DEFAULT_SEED, Resampling
 from expmrc.scoring.support import (CONTRADICTED, NOT_SUPPORTED, SUPPORTED, UNJUDGED, Check, Pair, Support, Verdict,
-                                    check_cases, choose_statement, judged, pairs_of, support_signature, system_cases)
+                                    check_cases, choose_statement, file_sha256, judged, pairs_of, support_signature,
+                                    system_cases)
 
 MAX_REPLY = 2000  # characters of a chat judge's reply kept in the details
+SPLIT_SEED = DEFAULT_SEED  # draws the entailment check's other sentence (expmrc/scoring/rewording.py)
 
 
 class Judge(Protocol):
@@ -70,9 +74,18 @@ class JudgeConfig:
     quiet: bool = False
 
     @classmethod
-    def from_flags(cls, values: dict[str, Any]) -> JudgeConfig:
+    def from_flags(cls, values: dict[str, Any]) -> JudgeConfig | None:
         """The judge parsed flags name: `judge`, `judge_model` and each setting as `judge_NAME` (one a command does
-        not offer keeps its default), and `quiet`; --judge without --judge-model is one line."""
+        not offer keeps its default), and `quiet`; None without --judge. --judge without --judge-model is one line,
+        and so is --judge-model, or a judge setting changed, without --judge (it would be ignored)."""
+        if not values.get("judge"):
+            stray = (["--judge-model"] if values.get("judge_model") else []) + [
+                "--judge-" + f.name.replace("_", "-") for f in fields(cls)
+                if f.name not in ("judge", "model") and values.get("judge_" + f.name, f.default) != f.default]
+            if stray:
+                raise ExpmrcError(f"{stray[0]} sets the support judge, and no --judge is given (nli or chat): without "
+                                  "it nothing is judged")
+            return None
         if not values.get("judge_model"):
             raise ExpmrcError(f"--judge {values.get('judge')} needs --judge-model (an NLI model's folder or Hub id, "
                               "or a chat model's name)")
@@ -290,7 +303,8 @@ def judge_record(judge: Judge, supports: Sequence[Support], started: float,
                 "statement": None if template is None else {"name": template.name, "sha256": template.sha256},
                 "subset": first.subset, "dataset": first.dataset_path,
                 "predictions": [s.predictions_path for s in supports], "questions": first.total,
-                "rates": [round(s.rate(), 3) for s in supports], "check": first.check.summary(),
+                "rates": [None if (rate := s.rate()) is None else round(rate, 3) for s in supports],
+                "check": first.check.summary(),
                 "signature": first.signature, "seconds": round(time.time() - started, 3)}
     return RunRecord("judge", settings, "finished", Environment.here(judge.device), list(command) if command else None)
 
@@ -298,12 +312,25 @@ def judge_record(judge: Judge, supports: Sequence[Support], started: float,
 # ---------------------------------------------------------------- judging runs
 
 
+def require_verdicts(supports: Sequence[Support]) -> None:
+    """Refuse, in one line, a judging whose judge gave no verdict on any question of a submission (no rate)."""
+    for support in supports:
+        if support.no_verdict:
+            raise ExpmrcError(support.no_verdict_line())
+
+
 def judge_submission(config: JudgeConfig, dataset: Dataset, path: str, submission: dict[str, Any],
                      settings: Resampling, started: float, command: Sequence[str] | None) -> tuple[Support, RunRecord]:
-    """`expmrc judge`: one submission judged by the judge `config` names, loaded here, and the run's record; a chat
-    judge stopped by Ctrl-C raises expmrc.llm.fetch.Interrupted."""
+    """`expmrc judge`: one submission judged by the judge `config` names, loaded here, and the run's record, the
+    support carrying the submission file's sha256 (its details name what they judged). A submission holding no
+    prediction for the dataset, and a judge giving no verdict, are one line; a chat judge stopped by Ctrl-C raises
+    expmrc.llm.fetch.Interrupted."""
+    if not any(q.qid in submission for q in dataset.questions):
+        raise ExpmrcError(f"{path}: holds no predictions for the {len(dataset.questions)} questions of {dataset.path}")
     judge = make_judge(config)
     [support] = judge_submissions(dataset, [(path, submission, None)], judge, config.statement, settings)
+    require_verdicts([support])
+    support.predictions_sha256 = file_sha256(path)
     return support, judge_record(judge, [support], started, command)
 
 
@@ -323,21 +350,53 @@ def judge_each(config: JudgeConfig, settings: Resampling, items: Sequence[tuple[
         dataset = items[ks[0]][0]
         given = [(items[k][1], load_submission(items[k][1]), None) for k in ks]
         found.update(zip(ks, judge_submissions(dataset, given, judge, config.statement, settings)))
+    require_verdicts(list(found.values()))
     return [found[k] for k in range(len(items))]
 
 
-def grounded_judge(config: JudgeConfig, path: str) -> Callable[[Dataset, dict[str, Any], dict[str, Any]], Support]:
+def grounded_judge(config: JudgeConfig, path: str) -> Callable[[Dataset, dict[str, Any], dict[str, Any]],
+                                                               tuple[Support, Split]]:
     """`llm --judge`: the judge loaded (or its backend made) before any request, and what judges the run's grounded
-    submission (written at `path`) given each question's grounding details."""
+    submission (written at `path`) given each question's grounding details: its support (a judge giving no verdict
+    leaves it without a rate, and the run says so) and the entailment split of its reworded and altered evidence,
+    whose records the details gain."""
     from expmrc.text.grounding import MISSING
 
     judge = make_judge(config)
 
-    def judged(dataset: Dataset, grounded: dict[str, Any], details: dict[str, Any]) -> Support:
+    def judged(dataset: Dataset, grounded: dict[str, Any], details: dict[str, Any]) -> tuple[Support, Split]:
         statuses = {q.qid: (details.get(q.qid) or {}).get("evidence", {}).get("status", MISSING)
                     for q in dataset.questions}
-        return judge_submissions(dataset, [(path, grounded, statuses)], judge, config.statement, Resampling())[0]
+        support = judge_submissions(dataset, [(path, grounded, statuses)], judge, config.statement, Resampling())[0]
+        texts = {qid: entry.get("evidence") for qid, entry in grounded.items() if isinstance(entry, dict)}
+        split = split_rewordings(judge, dataset, details, texts)
+        split.annotate(details)
+        return support, split
     return judged
+
+
+def split_rewordings(judge: Judge, dataset: Dataset, details: dict[str, dict[str, Any]], texts: dict[str, Any],
+                     seed: int = SPLIT_SEED) -> Split:
+    """The entailment split (expmrc/scoring/rewording.py) of the reworded and altered evidence among `details`
+    (grounding records by question id), the model's words in `texts` (by question id), with its check; each
+    distinct pair judged once."""
+    quotes = rewordings(dataset, details, texts, seed)
+    pairs = split_pairs(quotes, dataset.language)
+    verdicts = dict(zip(pairs, judge.judge(pairs, dataset.language))) if pairs else {}
+    return split_of(quotes, verdicts, dataset.language, split_signature(judge.identity(dataset.language), seed))
+
+
+def judge_rewordings(config: JudgeConfig, dataset: Dataset, submission: dict[str, Any],
+                     details: list[dict[str, Any]]) -> Split:
+    """`ground --judge`: the judge `config` names, loaded here, splits the grounded submission's reworded and
+    altered evidence (`details`: grounding's records, each split one given its `entailment`); a chat judge stopped
+    by Ctrl-C raises expmrc.llm.fetch.Interrupted."""
+    judge = make_judge(config)
+    by_id = {record["id"]: record for record in details}
+    texts = {qid: entry.get("evidence") for qid, entry in submission.items() if isinstance(entry, dict)}
+    split = split_rewordings(judge, dataset, by_id, texts)
+    split.annotate(by_id)
+    return split
 
 
 def stopped_line(status: int, cached: int, total: int, config: JudgeConfig) -> str:

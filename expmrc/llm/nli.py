@@ -10,11 +10,12 @@ order; a pair longer than the model reads is cut from its longer side (the evide
 from __future__ import annotations
 
 import math
+import os
 import re
 from typing import Any
 
 from expmrc.errors import ExpmrcError
-from expmrc.llm.backends import weights_fingerprint
+from expmrc.llm.backends import hub_source, weights_fingerprint
 from expmrc.scoring.support import CONTRADICTED, NOT_SUPPORTED, SUPPORTED, UNJUDGED, Pair, Verdict
 
 MAX_LENGTH = 512  # the most tokens a pair is given, whatever a model's config allows
@@ -32,16 +33,106 @@ def label_role(name: str) -> str | None:
     return None
 
 
-def label_roles(id2label: dict[Any, Any], model: str) -> dict[int, str]:
-    """Each output index's role; one line naming the model and its labels when none is entailment, or two are."""
+def label_roles(id2label: dict[Any, Any], where: str) -> dict[int, str]:
+    """Each output index's role; one line naming `where` (the model's config.json) when it names no labels (the
+    library's LABEL_0, LABEL_1 ...), one label only, no entailment label, or two."""
     roles = {int(i): label_role(str(name)) or "other" for i, name in id2label.items()}
+    names = ", ".join(f"{i}: {id2label[i]}" for i in sorted(id2label, key=int))
+    need = ("the judge needs an NLI model whose config's id2label says which output is entailment (and "
+            "contradiction, neutral where it has them)")
+    if all(re.fullmatch(r"LABEL_\d+", str(name)) for name in id2label.values()):
+        raise ExpmrcError(f"{where}: names no labels (id2label is {names or 'empty'}, the library's default); {need}")
+    if len(roles) < 2:
+        raise ExpmrcError(f"{where}: names one label only ({names}): every pair would get it, so a rate would say "
+                          f"nothing; {need}")
     entailment = [i for i, role in roles.items() if role == "entailment"]
     if len(entailment) != 1:
-        names = ", ".join(f"{i}: {id2label[i]}" for i in sorted(id2label, key=int))
         why = "names no entailment label" if not entailment else "names entailment twice"
-        raise ExpmrcError(f"{model}: its config's id2label ({names}) {why}; the judge needs an NLI model whose labels "
-                          "say which output is entailment (and contradiction, neutral where it has them)")
+        raise ExpmrcError(f"{where}: its id2label ({names}) {why}; {need}")
     return roles
+
+
+TOKENIZER_FILES = "tokenizer.json, vocab.txt or a sentencepiece model"
+WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+def check_folder(folder: str) -> None:
+    """Refuse, in one line naming the file, a model folder that cannot hold an NLI model: empty, without
+    config.json, without weights, or with a safetensors file whose header does not cover it (cut short)."""
+    names = set(os.listdir(folder))
+    if not names:
+        raise ExpmrcError(f"{folder}: an empty folder; an NLI model's folder holds config.json, its weights "
+                          "(model.safetensors) and its tokenizer files")
+    if "config.json" not in names:
+        raise ExpmrcError(f"{folder}: no config.json, so not a model's folder (it holds {_listed(names)})")
+    if not names & set(WEIGHTS):
+        raise ExpmrcError(f"{folder}: no weights ({' or '.join(WEIGHTS[::2])}) beside config.json (it holds "
+                          f"{_listed(names)})")
+    from safetensors import safe_open
+
+    for name in sorted(n for n in names if n.endswith(".safetensors")):
+        path = os.path.join(folder, name)
+        try:
+            with safe_open(path, "pt"):
+                pass
+        except Exception as exc:  # safetensors raises its own error type (and OSError) for a damaged file
+            raise ExpmrcError(f"{path}: damaged weights (cut short, or not a safetensors file): "
+                              f"{_said(exc)}") from None
+
+
+def _listed(names: set[str]) -> str:
+    shown = sorted(names)[:4]
+    return ", ".join(shown) + (f" and {len(names) - len(shown)} more" if len(names) > len(shown) else "")
+
+
+def _said(exc: BaseException) -> str:
+    """An exception's message on one line, short."""
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def nli_source(model: str) -> bool:
+    """Check where `model` comes from before anything heavy is imported, and whether it must load from the Hugging
+    Face cache alone: a file or a damaged folder is one line (`check_folder`), a Hub id is asked of the cache or
+    the Hub once (`hub_source`: a missing folder, or an unreachable Hub, is a line, not a minute of retries)."""
+    if os.path.exists(model) and not os.path.isdir(model):
+        raise ExpmrcError(f"{model}: a file, not a model's folder (config.json, the weights and the tokenizer)")
+    cache_only = hub_source(model)
+    if os.path.isdir(model):
+        check_folder(model)
+    return cache_only
+
+
+def load_nli(model: str, cache_only: bool) -> tuple[Any, Any, dict[int, str]]:
+    """The tokenizer, the sequence-classification model and its labels' roles of `model` (a folder or Hub id,
+    checked by `nli_source`), each failure one line naming the file or the part that could not be loaded. The
+    loaders are the library's, reading the user's files: any error they raise is bad input."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    local = os.path.isdir(model)
+    where = os.path.join(model, "config.json") if local else f"{model} (its config.json)"
+    try:
+        config = AutoConfig.from_pretrained(model, local_files_only=cache_only)
+    except Exception as exc:  # the library reading the user's files: see the docstring
+        raise ExpmrcError(f"{where}: cannot be read as a model's config: {_said(exc)}") from None
+    roles = label_roles(dict(getattr(config, "id2label", None) or {}), where)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=cache_only)
+    except Exception as exc:
+        raise ExpmrcError(f"{model}: cannot load its tokenizer ({TOKENIZER_FILES} beside config.json): "
+                          f"{_said(exc)}") from None
+    if len(tokenizer) <= len(set(tokenizer.all_special_tokens)):  # the library builds an empty one from no files
+        raise ExpmrcError(f"{model}: its tokenizer knows only its special tokens ({len(tokenizer)}), so every word "
+                          f"would be unknown: are the tokenizer's files ({TOKENIZER_FILES}) missing?")
+    try:
+        loaded = AutoModelForSequenceClassification.from_pretrained(model, config=config, local_files_only=cache_only)
+    except Exception as exc:
+        weights = next((os.path.join(model, n) for n in WEIGHTS if os.path.isfile(os.path.join(model, n))), model) \
+            if local else model
+        hint = ("they do not fit config.json (a layer's shape differs: does id2label name as many labels as the "
+                "model has outputs?)" if "mismatched_sizes" in str(exc) else _said(exc))
+        raise ExpmrcError(f"{weights}: cannot load the weights of a sequence-classification (NLI) model: {hint}") \
+            from None
+    return tokenizer, loaded, roles
 
 
 class NLIJudge:
@@ -50,20 +141,14 @@ class NLIJudge:
     name = "nli"
 
     def __init__(self, model: str, batch_size: int = 32, device: str = "auto", progress: bool = True) -> None:
+        cache_only = nli_source(model)  # before torch loads: a bad source is a line at once
         import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         from expmrc.logs import quiet_libraries
 
         quiet_libraries()
         self.torch, self.model_name, self.batch_size, self.progress = torch, model, batch_size, progress
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model)
-            loaded: Any = AutoModelForSequenceClassification.from_pretrained(model)
-        except (OSError, ValueError, KeyError) as exc:
-            raise ExpmrcError(f"{model}: cannot load a sequence-classification (NLI) model: "
-                              f"{' '.join(str(exc).split())[:300]}") from None
-        self.roles = label_roles(dict(loaded.config.id2label), model)
+        self.tokenizer, loaded, self.roles = load_nli(model, cache_only)
         self.entailment = next(i for i, role in self.roles.items() if role == "entailment")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"

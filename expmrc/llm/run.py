@@ -31,9 +31,11 @@ from expmrc.llm.prompts import PromptTemplate
 from expmrc.llm.replies import LONE_SURROGATE, ground, parse_counts, parse_requests, submission_of
 from expmrc.llm.samples import Choice, agreement_summary, choose, request_ids, sample_grounding
 from expmrc.llm.shots import Shot
+from expmrc.scoring.rewording import Split
 from expmrc.scoring.support import Support
 
-Judged = Callable[[Dataset, dict[str, Any], dict[str, Any]], Support]  # (dataset, grounded, grounding details)
+# (dataset, grounded, grounding details) -> the support, and the entailment split (which the details gain)
+Judged = Callable[[Dataset, dict[str, Any], dict[str, Any]], tuple[Support, Split]]
 
 _NAMED = 5  # question ids named in a summary line
 
@@ -72,6 +74,11 @@ def check_flags(args: LLMConfig) -> None:
     if args.samples > 1 and args.temperature == 0:
         raise ExpmrcError(f"--samples {args.samples} at --temperature 0 would repeat the same reply {args.samples} "
                           "times; sample with a --temperature above 0 (e.g. 0.7)")
+    if args.cache_old_keys and (unread := next((flag for flag, given in (
+            ("--no-cache", args.no_cache), ("--import-batch", args.import_batch), ("--export-batch", args.export_batch))
+            if given), None)):
+        raise ExpmrcError(f"--cache-old-keys reads old replies from the response cache, which a run with {unread} "
+                          "does not read; drop one of them")
     if args.shots and not args.shots_file:
         raise ExpmrcError("--shots needs --shots-file, a labelled file to draw examples from "
                           "(e.g. `expmrc pseudo` output on the training set)")
@@ -268,12 +275,14 @@ def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backe
     final_cited = {qid: cited[rid] for qid, rid in chosen.items()} if cited else None
     submission = submission_of(final)
     grounded, details, grounding = ground(dataset, submission, prepared.template.evidence_form, final_cited)
-    support = judged(dataset, grounded, details) if judged is not None else None
+    support, split = judged(dataset, grounded, details) if judged is not None else (None, None)
     raw_scores, grounded_scores = scores(dataset, submission, "predictions.json"), scores(dataset, grounded, "grounded.json")
     problems = reply_problems(prepared, fetched)
     info = run_info(args, prepared, fetched, backend, parse_counts(final), started, problems, choices)
     if support is not None:
         info["support_signature"] = support.signature
+    if split is not None:
+        info["entailment"] = split.summary()
     record = RunRecord("llm", info, "finished", Environment.here(backend.device if backend else None),
                        public_command(args.command))
     summary = {"raw": raw_scores, "grounded": grounded_scores, "grounding": grounding, "parse": info["parse"],
@@ -281,6 +290,8 @@ def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backe
                "samples": info["samples"], "evidence_form": prepared.template.evidence_form, **problems}
     if final_cited is not None:
         summary["citations"] = citation_summary(final_cited)
+    if split is not None:
+        summary["entailment"] = split.summary()
     records = response_records(prepared, fetched, parsed, details, choices, sample_details)
     if support is not None:
         summary["support"] = support.summary()
@@ -290,10 +301,10 @@ def finish(args: LLMConfig, prepared: Prepared, fetched: Fetched, backend: Backe
     if args.limit is not None:
         files[LLM_DATASET] = dataset_document(dataset)
     write_run(args.run_dir, args.overwrite, files, records)
-    lines = summary_lines(args.run_dir, summary, info)
-    if support is not None:
-        warning = support.check.warning()
-        lines[-1:-1] = support.lines() + ([f"warning: {warning}"] if warning else [])
+    lines = summary_lines(args.run_dir, summary, info, split.lines() if split is not None else [])
+    if support is not None and split is not None:
+        warnings = [f"warning: {w}" for w in (support.check.warning(), split.warning()) if w]
+        lines[-1:-1] = support.lines() + warnings
     return lines
 
 
@@ -374,8 +385,9 @@ def problem_lines(summary: dict[str, Any], info: dict[str, Any]) -> list[str]:
     return lines
 
 
-def summary_lines(path: str, summary: dict[str, Any], info: dict[str, Any]) -> list[str]:
-    """What the run prints: requests, parse counts, grounding, raw and grounded scores, problems, where it wrote."""
+def summary_lines(path: str, summary: dict[str, Any], info: dict[str, Any], split: list[str]) -> list[str]:
+    """What the run prints: requests, parse counts, grounding (with the entailment split's lines, `split`, beside
+    its rates), raw and grounded scores, problems, where it wrote."""
     from expmrc.text.grounding import trust_line
 
     parse = ", ".join(f"{k} {v}" for k, v in summary["parse"].items())
@@ -384,7 +396,7 @@ def summary_lines(path: str, summary: dict[str, Any], info: dict[str, Any]) -> l
     old = f" ({replies['cached_by_old_key']} under old keys)" if replies["cached_by_old_key"] else ""
     lines = [(f"{summary['questions']} questions: {replies['sent']} requests sent, {replies['cached']} from the "
               f"cache{old}"), f"parsed: {parse}", f"grounding: {counts}",
-             trust_line(summary["grounding"])]
+             trust_line(summary["grounding"]), *split]
     if (cited := summary.get("citations")) is not None:
         lines.append(f"citations: {cited['cited']} questions cite passage sentences, {cited['out_of_range']} cite a "
                      f"number that is no sentence (unverified), {cited['none']} cite none (missing)")

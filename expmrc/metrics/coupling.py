@@ -23,12 +23,11 @@ unless some answered question has no gold answer, in which case a note says the 
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 from collections.abc import Callable, Sequence
 
 from expmrc.data.datasets import LABELS, ChoiceQuestion, SpanQuestion
-from expmrc.metrics.leaderboard import exact_match, score_tokens
+from expmrc.metrics.leaderboard import common_count, exact_match, score_bag, score_tokens
 from expmrc.metrics.registry import Metric, Values, register
 from expmrc.text.locate import at_offset, occurrences, token_occurrences, trim
 from expmrc.text.sentences import split_sentences
@@ -117,18 +116,18 @@ def evidence_sentences(passage: str, evidence: str, evidence_start: int | None) 
     return {owner[k] for j in token_occurrences(tokens, key) for k in range(j, j + len(key))}
 
 
-def similarity(a: Sequence[str], b: Sequence[str]) -> float:
-    """The leaderboard's token F1 of two normalized token lists, as 2·common / (|a| + |b|): one correctly
-    rounded division of integers, so equal F1s compare equal (ties and "more similar" are exact)."""
-    if not a or not b:
-        return float(len(a) == len(b))
-    return 2.0 * sum((Counter(a) & Counter(b)).values()) / (len(a) + len(b))
+def similarity(a: Any, b: Any) -> float:
+    """The leaderboard's token F1 of the scorer's normalized tokens of two texts, as 2·common / (|a| + |b|): one
+    correctly rounded division of integers, so equal F1s compare equal (ties and "more similar" are exact)."""
+    size_a, size_b = len(score_tokens(a)), len(score_tokens(b))
+    if not size_a or not size_b:
+        return float(size_a == size_b)
+    return 2.0 * common_count(score_bag(a), score_bag(b)) / (size_a + size_b)
 
 
 def most_similar_sentences(passage: str, text: str) -> list[int]:
     """The passage sentences with the highest token F1 to `text` (all that tie); none when that F1 is 0."""
-    key = score_tokens(text)
-    scores = [similarity(score_tokens(s.text), key) for s in split_sentences(passage)]
+    scores = [similarity(s.text, text) for s in split_sentences(passage)]
     best = max(scores, default=0.0)
     return [i for i, value in enumerate(scores) if value == best] if best > 0 else []
 
@@ -177,8 +176,7 @@ def choice_question(question: ChoiceQuestion, prediction: Any) -> Values:
         location = OPTION_NOT_IN_PASSAGE
     else:
         location = INSIDE if evidence_sentences(question.passage, evidence, evidence_start) & set(near) else OUTSIDE
-    evidence_tokens = score_tokens(evidence)
-    scores = [similarity(evidence_tokens, score_tokens(option)) for option in question.options]
+    scores = [similarity(evidence, option) for option in question.options]
     favors = all(scores[chosen] > value for i, value in enumerate(scores) if i != chosen)
     values: Values = {"location": location, "evidence_favors_choice": favors, "correct": correct}
     if bad:

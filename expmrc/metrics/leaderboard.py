@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 
 from expmrc.data.datasets import SpanQuestion
 from expmrc.errors import ExpmrcError
+from expmrc.metrics import nltk_words
+from expmrc.metrics.nltk_words import PUNKT_RESOURCE, NltkWords
 from expmrc.metrics.registry import Metric, percent_mean, register
 
 SPECIAL_TOKENS = (
@@ -35,7 +37,7 @@ SPECIAL_TOKENS = (
 _SPLIT_CHARS = frozenset(t for t in SPECIAL_TOKENS if len(t) == 1)
 _DROP_CHARS = frozenset(string.punctuation + "".join(SPECIAL_TOKENS))
 _ARTICLES = frozenset(("a", "an", "the"))
-PUNKT_RESOURCE = "tokenizers/punkt_tab/english/"
+_DROPPED = _ARTICLES | _DROP_CHARS  # the tokens `normalize` drops: articles (lowercase) and single punctuation
 NLTK_HINT = "python -m nltk.downloader punkt_tab"
 T = TypeVar("T")  # what a metric compares: normalized text, tokens, segments
 # NLTK's English Punkt tables (Apache 2.0), copied unchanged into the package with their licence
@@ -43,40 +45,36 @@ T = TypeVar("T")  # what a metric compares: normalized text, tokens, segments
 # so scoring needs no download. Identical files give identical tokens and the same `punkt:` hash in the signature.
 SHIPPED_NLTK_DATA = Path(__file__).resolve().parent / "nltk_data"
 
-_word_tokenize = None
+_nltk: NltkWords | None = None
+_word_tokenize: Callable[..., list[str]] | None = None
 
 
-def find_punkt() -> Any:
-    """NLTK's pointer to the English Punkt tables: where NLTK's own search finds them, else the copy shipped in this
-    package (whose folder is then added last to `nltk.data.path`); None when neither holds them."""
-    import nltk
-
-    try:
-        return nltk.data.find(PUNKT_RESOURCE)
-    except LookupError:
-        if not SHIPPED_NLTK_DATA.is_dir():
-            return None
-    if str(SHIPPED_NLTK_DATA) not in nltk.data.path:
-        nltk.data.path.append(str(SHIPPED_NLTK_DATA))
-    try:
-        return nltk.data.find(PUNKT_RESOURCE)
-    except LookupError:
-        return None
+def nltk_tokenizer() -> NltkWords:
+    """NLTK's word tokenizer and where its Punkt tables are, loaded on first use (only the parts of NLTK it needs, see
+    nltk_words.py): NLTK's own search for the tables first, else the copy shipped in this package."""
+    global _nltk
+    if _nltk is None:
+        _nltk = nltk_words.load(SHIPPED_NLTK_DATA)
+    return _nltk
 
 
-def _nltk_word_tokenize():
-    """NLTK's word_tokenize, imported on first use, with a one-line error when Punkt data is missing."""
+def find_punkt() -> Path | None:
+    """The folder of NLTK's English Punkt tables: where NLTK's own search finds them, else the copy shipped in this
+    package (whose folder is then added last to NLTK's search); None when neither holds them."""
+    return nltk_tokenizer().punkt
+
+
+def _nltk_word_tokenize() -> Callable[..., list[str]]:
+    """NLTK's word_tokenize, loaded on first use, with a one-line error when Punkt data is missing."""
     global _word_tokenize
     if _word_tokenize is None:
-        import nltk
-
         if find_punkt() is None:
             raise ExpmrcError(
                 f"NLTK's English Punkt data ({PUNKT_RESOURCE}) is missing, and so is the copy this package ships "
                 f"({SHIPPED_NLTK_DATA}): reinstall expmrc, run `{NLTK_HINT}` or point NLTK_DATA at a folder that "
                 "holds it"
             )
-        _word_tokenize = nltk.word_tokenize
+        _word_tokenize = nltk_tokenizer().word_tokenize
     return _word_tokenize
 
 
@@ -142,27 +140,27 @@ def _is_split_char(ch: str) -> bool:
     return "\u4e00" <= ch <= "\u9fa5" or ch in _SPLIT_CHARS
 
 
+# One CJK or special character, captured: re.split then gives the runs between them with the characters themselves.
+_SPLIT_CHAR = re.compile("([\u4e00-\u9fa5" + "".join(sorted(re.escape(c) for c in _SPLIT_CHARS)) + "])")
+
+
 def tokenize(text: str) -> list[str]:
-    """Split `text` into the leaderboard's tokens (before normalization)."""
+    """Split `text` into the leaderboard's tokens (before normalization): each CJK or special character (as
+    `_is_split_char` says) is a token, each run of other characters goes to NLTK."""
     tokens: list[str] = []
-    run_start = None
-    text = text.strip()
-    for i, ch in enumerate(text):
-        if _is_split_char(ch):
-            if run_start is not None:
-                tokens.extend(word_tokens(text[run_start:i]))
-                run_start = None
-            tokens.append(ch)
-        elif run_start is None:
-            run_start = i
-    if run_start is not None:
-        tokens.extend(word_tokens(text[run_start:]))
+    parts = _SPLIT_CHAR.split(text.strip())
+    for i in range(0, len(parts) - 1, 2):  # a run (maybe empty), then a split character
+        if parts[i]:
+            tokens.extend(word_tokens(parts[i]))
+        tokens.append(parts[i + 1])
+    if parts[-1]:
+        tokens.extend(word_tokens(parts[-1]))
     return tokens
 
 
 def normalize(tokens: Iterable[str]) -> list[str]:
     """Drop articles and single punctuation characters, lowercase the rest."""
-    return [t.lower() for t in tokens if t not in _ARTICLES and t not in _DROP_CHARS]
+    return [t.lower() for t in tokens if t not in _DROPPED]
 
 
 @lru_cache(maxsize=1 << 18)
@@ -180,8 +178,27 @@ def score_tokens(value: Any) -> tuple[str, ...]:
     return _normalized(as_text(value))
 
 
+@lru_cache(maxsize=1 << 18)
+def _bag(text: str) -> Counter[str]:
+    return Counter(_normalized(text))
+
+
+def score_bag(value: Any) -> Counter[str]:
+    """The normalized tokens of `str(value)` as a bag (token -> count), memoized like `score_tokens`; not to be
+    changed by the caller."""
+    return _bag(as_text(value))
+
+
+def common_count(a: Counter[str], b: Counter[str]) -> int:
+    """How many tokens two bags share: the size of their multiset intersection, `sum((a & b).values())`."""
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(min(n, b[token]) for token, n in a.items() if token in b)
+
+
 def clear_caches() -> None:
     """Forget memoized tokens (benchmarks use it to time tokenization from cold)."""
+    _bag.cache_clear()
     _normalized.cache_clear()
     word_tokens.cache_clear()
 
@@ -190,8 +207,7 @@ def token_f1(prediction: tuple[str, ...] | list[str], reference: tuple[str, ...]
     """Bag-of-tokens F1 between two normalized token lists, with the leaderboard's empty-side rule."""
     if not prediction or not reference:
         return float(list(prediction) == list(reference))
-    common = Counter(reference) & Counter(prediction)
-    return overlap_f1(sum(common.values()), len(prediction), len(reference))
+    return overlap_f1(common_count(Counter(prediction), Counter(reference)), len(prediction), len(reference))
 
 
 def overlap_f1(same: int, predicted: int, reference: int) -> float:
@@ -206,10 +222,14 @@ def overlap_f1(same: int, predicted: int, reference: int) -> float:
 
 def best_f1(prediction: Any, references: Iterable[Any]) -> tuple[float, int]:
     """Max F1 of `prediction` over `references` and the index of the first reference reaching it."""
-    pred = score_tokens(prediction)
+    pred, pred_bag = score_tokens(prediction), score_bag(prediction)
     best, best_index = -1.0, -1
     for i, ref in enumerate(references):
-        value = token_f1(pred, score_tokens(ref))
+        tokens = score_tokens(ref)
+        if pred and tokens:  # token_f1, from the memoized bags
+            value = overlap_f1(common_count(pred_bag, score_bag(ref)), len(pred), len(tokens))
+        else:
+            value = float(pred == tokens)
         if value > best:
             best, best_index = value, i
     if best_index < 0:
@@ -273,7 +293,7 @@ def punkt_hash() -> str:
     if folder is None:
         return "missing"
     digest = hashlib.sha256()
-    for path in sorted(Path(str(folder.path)).iterdir()):
+    for path in sorted(folder.iterdir()):
         if path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]

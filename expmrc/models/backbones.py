@@ -20,7 +20,6 @@ right (False with an uncased vocabulary: every capitalised word would be an unkn
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -99,8 +98,9 @@ def resolve_source(model_name_or_path: str | None = None, bert_config_file: str 
     return ModelSource(init_checkpoint or bert_config_file, config, tokenizer, weights, note)
 
 
-def _pretrained(name: str) -> ModelSource:
-    """Config and tokenizer of a folder or Hub id; the weights are loaded later by `from_pretrained`."""
+def check_model_folder(name: str) -> None:
+    """Refuse, before anything is loaded or said, a --model_name_or_path that is a file, a folder that does not
+    exist (a word that could be a Hub id is left to the Hub), or a folder whose config.json cannot be read."""
     local = Path(name).is_dir()
     if Path(name).exists() and not local:
         raise ExpmrcError(f"{name}: is a file, not a model folder (--model_name_or_path takes a folder or a Hub id; "
@@ -110,6 +110,12 @@ def _pretrained(name: str) -> ModelSource:
     if local and (Path(name) / "config.json").is_file():  # too deep, NaN, not an object: one line naming it
         if not isinstance(read_json(str(Path(name) / "config.json"), "model config"), dict):
             raise ExpmrcError(f"{Path(name) / 'config.json'}: model config must be a JSON object")
+
+
+def _pretrained(name: str) -> ModelSource:
+    """Config and tokenizer of a folder or Hub id; the weights are loaded later by `from_pretrained`."""
+    local = Path(name).is_dir()
+    check_model_folder(name)
     try:
         config = build_config(name, lambda: AutoConfig.from_pretrained(name))
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
@@ -257,11 +263,3 @@ def _refuse_layer_mismatch(source: ModelSource, report: LoadReport) -> None:
                           f"{', '.join(map(str, missing[:5]))} of the config's num_hidden_layers {layers}; they would "
                           "start random")
 
-
-def training_record(path: str) -> dict[str, Any]:
-    """The `expmrc` record a fine-tuned folder's config.json carries ({} when it has none)."""
-    try:
-        record = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("expmrc", {})
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return record if isinstance(record, dict) else {}

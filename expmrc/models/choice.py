@@ -61,13 +61,13 @@ class ChoiceModel(TaskModel):
         start, end = self.span_logits(self.evidence_head, mean_hidden, passage_mask)
         out = {"option_logits": option_logits, "evidence_start_logits": start, "evidence_end_logits": end}
         if labels is not None:
-            out["loss"] = masked_cross_entropy(option_logits, labels) + self.loss_lambda * self.span_loss(
-                start, end, evidence_start, evidence_end)
+            coupling = None
             if self.coupling is not None and evidence_start is not None and evidence_end is not None:
                 p_answer, answered = gold_probability(option_logits, labels)
                 p_evidence, evidenced = self.span_probability(start, end, evidence_start, evidence_end)
-                out["loss"] = out["loss"] + coupling_regularizer(p_answer, p_evidence, answered & evidenced,
-                                                                 self.coupling)
+                coupling = coupling_regularizer(p_answer, p_evidence, answered & evidenced, self.coupling)
+            self.add_loss(out, masked_cross_entropy(option_logits, labels),
+                          self.span_loss(start, end, evidence_start, evidence_end), coupling)
         return out
 
     def pool(self, first: torch.Tensor) -> torch.Tensor:

@@ -36,6 +36,9 @@ from expmrc.models.unpadded import StaticLayout, encode_unpadded, unpadded_suppo
 
 MASKED = -10000.0  # the logit of positions a span may not point at (finite: safe in fp16 and bf16)
 COUPLING_DEFAULTS = (4.96, 2.02, 3.10)  # c1, c2, c3 of the coupling regularizer (docs/coupling.md)
+# the parts of a task model's loss, unweighted, as a training forward returns them (`loss_parts`): the answer loss
+# L_A, the evidence loss L_E (weighted by λ in the loss) and, with the coupling regularizer on, its term J
+LOSS_PARTS = ("answer_loss", "evidence_loss", "coupling_loss")
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,24 @@ class TaskModel(PreTrainedModel):
     def coupling(self) -> tuple[float, float, float] | None:
         """c1, c2, c3 of the coupling regularizer when it is on, else None."""
         return self.loss_settings.constants if self.loss_settings.coupling else None
+
+    @property
+    def loss_parts(self) -> tuple[str, ...]:
+        """The names of the parts a training forward returns under `loss_parts` (`LOSS_PARTS`, J only when the
+        coupling regularizer is on)."""
+        return LOSS_PARTS if self.coupling is not None else LOSS_PARTS[:2]
+
+    def add_loss(self, out: dict[str, torch.Tensor], answer: torch.Tensor, evidence: torch.Tensor,
+                 coupling: torch.Tensor | None) -> None:
+        """`out["loss"]` = L_A + λ·L_E (+ J with the regularizer on), and `out["loss_parts"]`, the unweighted parts
+        in `loss_parts` order, detached (J is 0 where the labels to compute it are missing)."""
+        out["loss"] = answer + self.loss_lambda * evidence
+        parts = [answer, evidence]
+        if self.coupling is not None:
+            if coupling is not None:
+                out["loss"] = out["loss"] + coupling
+            parts.append(coupling if coupling is not None else answer.new_zeros(()))
+        out["loss_parts"] = torch.stack(parts).detach().float()
 
     def _check_and_adjust_attn_implementation(self, attn_implementation: Any, is_init_check: bool = False,
                                               *args: Any, **kwargs: Any) -> Any:

@@ -43,14 +43,14 @@ class SpanModel(TaskModel):
         out = {"start_logits": start, "end_logits": end, "evidence_start_logits": evidence_start_logits,
                "evidence_end_logits": evidence_end_logits}
         if start_positions is not None:
-            out["loss"] = (self.span_loss(start, end, start_positions, end_positions)
-                           + self.loss_lambda * self.span_loss(evidence_start_logits, evidence_end_logits,
-                                                               evidence_start, evidence_end))
+            coupling = None
             if (self.coupling is not None and end_positions is not None and evidence_start is not None
                     and evidence_end is not None):
                 p_answer, answered = self.span_probability(start, end, start_positions, end_positions)
                 p_evidence, evidenced = self.span_probability(evidence_start_logits, evidence_end_logits,
                                                               evidence_start, evidence_end)
-                out["loss"] = out["loss"] + coupling_regularizer(p_answer, p_evidence, answered & evidenced,
-                                                                 self.coupling)
+                coupling = coupling_regularizer(p_answer, p_evidence, answered & evidenced, self.coupling)
+            self.add_loss(out, self.span_loss(start, end, start_positions, end_positions),
+                          self.span_loss(evidence_start_logits, evidence_end_logits, evidence_start, evidence_end),
+                          coupling)
         return out

@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from expmrc.data import subsets
 from expmrc.data.datasets import Dataset, Question, load_dataset
-from expmrc.errors import ExpmrcError
+from expmrc.errors import ExpmrcError, OneLineParser
 from expmrc.evidence.extract import BEST, METHODS, build_method, extract, split_halves
 from expmrc.scoring.scorer import score
 
@@ -88,8 +88,8 @@ def heldout(datasets: dict[str, Dataset], progress: bool = True) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m expmrc.reports.evidence_tables", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="python -m expmrc.reports.evidence_tables", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("report", choices=("table4", "heldout"))
     parser.add_argument("--subsets", nargs="+", choices=subsets.names(), default=list(subsets.names()))
     args = parser.parse_args(argv)

@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from expmrc import __version__
 from expmrc.data.datasets import LABELS, Dataset, Question, SpanQuestion, load_dataset, passage_of
 from expmrc.data.submissions import Prediction, load_submission, parse_prediction
-from expmrc.errors import ExpmrcError
+from expmrc.errors import ExpmrcError, warn
 from expmrc.metrics.registry import Metric, select
 from expmrc.reports.llm_replies import attach_llm_replies, llm_run
 from expmrc.reports.pages import asset, json_value, pyplot, render, svg
 from expmrc.scoring.scorer import QuestionScore, Report, no_match_problem, score, signature
 from expmrc.scoring.stats import Resampling, compare
-from expmrc.scoring.support import read_details
+from expmrc.scoring.support import details_owner, read_details
 from expmrc.text.locate import Hint, find
 
 ANSWER_THRESHOLD = 0.5  # answer right when its score is at least this (multiple choice: 1 right, 0 wrong)
@@ -54,6 +54,7 @@ class Submission:
     predictions: dict[str, Prediction]
     run: str = ""  # the `expmrc llm` run it comes from (model, template, evidence form), if any
     support: dict[str, dict[str, Any]] | None = None  # a judge's labels by question id (`--judge-details`)
+    support_source: str | None = None  # the details file they come from
 
     def support_rate(self) -> float | None:
         """100 × the questions the judge labelled supported / the questions, or None unjudged."""
@@ -422,6 +423,21 @@ def build_report(dataset_arg: str, submission_paths: Sequence[str], subset: str 
         raise ExpmrcError(f"--judge-details gives {len(judge_details)} files for {len(submission_paths)} submission(s)")
     dataset = load_dataset(dataset_arg, subset)
     submissions = load_submissions(dataset, submission_paths, select(metric_names, dataset), names)
-    for sub, path in zip(submissions, judge_details):
-        sub.support = read_details(path, dataset)
+    attach_judge_details(dataset, submissions, judge_details)
     return render_report(dataset, submissions, answer_threshold, evidence_threshold, title), submissions
+
+
+def attach_judge_details(dataset: Dataset, submissions: list[Submission], judge_details: Sequence[str]) -> None:
+    """Give each details file's labels to the submission it judged (the fingerprint its lines carry; one written
+    before they did goes to the submission in its place, with a warning); two files for one submission, or a file
+    of another submission, are one line."""
+    paths = [sub.report.prediction_path for sub in submissions]
+    for position, path in enumerate(judge_details):
+        records = read_details(path, dataset)
+        owner, note = details_owner(path, records, paths, position)
+        if note is not None:
+            warn(note)
+        sub = submissions[owner]
+        if sub.support_source is not None:
+            raise ExpmrcError(f"{sub.support_source} and {path} both hold the judge's labels of {paths[owner]}")
+        sub.support, sub.support_source = records, path

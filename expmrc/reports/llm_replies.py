@@ -1,7 +1,8 @@
 """LLM replies on `expmrc report` pages: for a submission inside an `expmrc llm` run folder, the page names
 the run (model, template, evidence form: quoted or cited by sentence number) and each question shows the raw
 reply, the parsed answer and its parse status, the grounding status of each field with its changes (reworded
-or altered), for the ids form the sentences cited, and the support judge's label of a run judged with --judge."""
+or altered), for the ids form the sentences cited, and of a run judged with --judge the support judge's label and
+the entailment label of reworded or altered evidence (paraphrase, unsupported, contradicted)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ def llm_replies(submission_path: str) -> dict[str, dict[str, Any]]:
                 **{f"{key} grounding": value["status"] for key, value in grounding.items()},
                 **{f"{key} changes": "; ".join(map(described, value["changes"]))
                    for key, value in grounding.items() if value.get("changes")},
+                **{f"{key} entailment": value["entailment"]["label"]  # llm --judge: reworded, altered
+                   for key, value in grounding.items() if value.get("entailment")},
                 **_citations(grounding.get("evidence") or {}),
                 "raw reply": record.get("reply"),
                 **({"support": record["support"]["label"]} if record.get("support") else {}),  # llm --judge
@@ -52,7 +55,8 @@ def _citations(evidence: dict[str, Any]) -> dict[str, str]:
 
 
 def llm_run(submission_path: str) -> str:
-    """One line naming the `expmrc llm` run a submission sits in (model, template, evidence form), else ""."""
+    """One line naming the `expmrc llm` run a submission sits in (model, template, evidence form, and for a run
+    judged with --judge the entailment split of its reworded and altered evidence), else ""."""
     record: RunRecord | None = peek(Path(submission_path).parent)
     if record is None or record.kind != "llm":
         return ""
@@ -63,7 +67,24 @@ def llm_run(submission_path: str) -> str:
     form = record.get("evidence_form") or DEFAULT_FORM  # runs recorded before the ids form quoted
     known = FORMS.get(form) if isinstance(form, str) else None
     evidence = f"evidence {(known or FORMS[DEFAULT_FORM]).phrase}"
-    return f"expmrc llm: {record.get('model')}, template {name}, {evidence} (--evidence-form {form})"
+    return f"expmrc llm: {record.get('model')}, template {name}, {evidence} (--evidence-form {form})" + \
+        _split_phrase(record.get("entailment"))
+
+
+def _split_phrase(split: Any) -> str:
+    """The entailment split a run recorded, as the page's run line says it ("" when there is none, or a record
+    not of its shape: the line names the run, the figures are in its scores.json)."""
+    try:
+        if not split["verdicts"]:
+            return f"; reworded and altered evidence: no entailment verdict (of {int(split['quotes'])})"
+        figures = [float(split["shares"][label]) for label in ("paraphrase", "unsupported", "contradicted")]
+        if not all(0 <= f <= 100 for f in figures):  # NaN fails too
+            return ""
+        shares = ", ".join(f"{label} {f:.1f}%" for label, f in zip(("paraphrase", "unsupported", "contradicted"),
+                                                                    figures))
+        return f"; reworded and altered evidence by entailment: {shares} of {int(split['verdicts'])}"
+    except (KeyError, TypeError, ValueError):
+        return ""
 
 
 def described(change: dict[str, Any]) -> str:

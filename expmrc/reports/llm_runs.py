@@ -4,7 +4,8 @@ evidence missing / unverified / altered / reworded, the verbatim and untrustwort
 read from the scores.json each run wrote. A run recorded before grounding's one rule (its summary has no
 `reworded` count: a `fuzzy` quote was then replaced by passage text and counted as trustworthy) shows the counts
 it has and no rates, with a note. A run whose record is not `finished`, or whose files are damaged, is left out
-with its reason, as a training run is. A run judged with --judge shows its support rate and its check's gap."""
+with its reason, as a training run is. A run judged with --judge shows its support rate and its check's gap, and
+the entailment split of its reworded and altered evidence (paraphrase / unsupported / contradicted %)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from expmrc.text.grounding import ALTERED, MISSING, REWORDED, UNVERIFIED
 TABLE = "llm_runs.md"
 COLUMNS = ("run", "subset", "model", "backend", "template", "shots", "parse failed", "raw All", "grounded All",
            "grounded Ans.", "grounded Evi.", "evi. missing/unverified/altered/reworded", "verbatim evi. %",
-           "untrustworthy evi. %", "support %", "environment")
+           "untrustworthy evi. %", "reworded+altered para./unsup./contra. %", "support %", "environment")
 OLD_RULE = "recorded before grounding's one rule"
 
 
@@ -40,7 +41,8 @@ def llm_row(run_dir: str, record: RunRecord) -> list[str]:
         return [run_dir, str(record.get("subset")), str(record.get("model")), str(record.get("backend")),
                 str(record.get("template")["name"]), shots, f"{scores['parse']['failed']}/{scores['questions']}",
                 _f(raw["ALL_F1"]), _f(grounded["ALL_F1"]), _f(grounded["ANS_F1"]), _f(grounded["EVI_F1"]),
-                counts + ("" if current or counts == "-" else f" ({OLD_RULE})"), *rates, _support(scores.get("support")),
+                counts + ("" if current or counts == "-" else f" ({OLD_RULE})"), *rates,
+                _split(scores.get("entailment")), _support(scores.get("support")),
                 record.environment.summary() if record.environment else "-"]
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise ExpmrcError(f"{path} or {os.path.join(run_dir, RUN_INFO)}: not what `expmrc llm` writes "
@@ -60,7 +62,20 @@ def _support(support: Any) -> str:
         return "-"
     check = support["check"]
     gap = "n/a" if check["gap"] is None else f"{check['gap']:.0f}" + ("!" if check["warning"] else "")
-    return f"{_f(support['rate'])} (check gap {gap})"
+    return f"{'no verdict' if support['rate'] is None else _f(support['rate'])} (check gap {gap})"
+
+
+def _split(split: Any) -> str:
+    """`P/U/C of N (check gap G)` of a run whose reworded and altered evidence a judge split (`!` when the check
+    warned), `none` with nothing to split, `no verdict` when the judge gave none, else "-"."""
+    if split is None:
+        return "-"
+    if not split["quotes"] or not split["verdicts"]:
+        return "none" if not split["quotes"] else f"no verdict (of {split['quotes']})"
+    shares = "/".join(f"{_number(split['shares'][k]):.0f}" for k in ("paraphrase", "unsupported", "contradicted"))
+    check = split["check"]
+    gap = "n/a" if check["gap"] is None else f"{check['gap']:.0f}" + ("!" if check["warning"] else "")
+    return f"{shares} of {split['verdicts']} (check gap {gap})"
 
 
 def _f(value: Any) -> str:
@@ -92,6 +107,9 @@ def llm_table(rows: list[list[str]], left_out: list[tuple[str, str, str]]) -> st
              "|" + " --- |" * len(COLUMNS)] + ["| " + " | ".join(row) + " |" for row in rows]
     if any("(dev set)" in row[5] for row in rows):
         lines += ["", "(dev set): few-shot examples were drawn from the dev set being scored (declare it)."]
+    if any("!)" in row[COLUMNS.index("reworded+altered para./unsup./contra. %")] for row in rows):
+        lines += ["", "reworded+altered (check gap N!): the judge did not tell a passage span with itself from its "
+                  "negation or another sentence by 30 points; its entailment labels cannot be trusted there."]
     if any("!)" in row[COLUMNS.index("support %")] for row in rows):
         lines += ["", "support % (check gap N!): the judge did not separate the gold evidence from another passage "
                   "sentence by 30 points on these questions; its labels cannot be trusted there."]

@@ -17,7 +17,7 @@ import collections
 import re
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TextIO
 from collections.abc import Sequence
 
 from expmrc import __version__
@@ -25,7 +25,7 @@ from expmrc.data import subsets
 from expmrc.data.datasets import Dataset
 from expmrc.data.submissions import load_submission, parse_prediction
 from expmrc.errors import ExpmrcError
-from expmrc.metrics.leaderboard import LEADERBOARD
+from expmrc.metrics.leaderboard import LEADERBOARD, nltk_tokenizer
 from expmrc.metrics.registry import BadPrediction, Metric
 
 @dataclass
@@ -243,8 +243,10 @@ def no_match_problem(report: Report) -> str | None:
             f"{report.dataset_path} ({report.subset}); {like}. Wrong dataset or submission?")
 
 
-def warn_about(report: Report, stream=sys.stderr) -> None:
-    """The leaderboard's `Unanswered question: ID` lines, then one line for ids not in the dataset."""
+def warn_about(report: Report, stream: TextIO | None = None) -> None:
+    """The leaderboard's `Unanswered question: ID` lines, then one line for ids not in the dataset (on stderr as it
+    is when called, not as it was at import)."""
+    stream = stream or sys.stderr
     for q in report.questions:
         if not q.answered:
             stream.write(f"Unanswered question: {q.id}\n")
@@ -298,12 +300,10 @@ def signature(reports: Sequence[Report] = (), *extra: str) -> str:
     """A sacrebleu-style string naming exactly what computed a number, to quote beside it, built from the metrics
     in use: the leaderboard metric's own parts, the extra metrics the `reports` computed, answers-only scoring
     when a report's dataset has no gold evidence; `extra` parts (e.g. the resampling behind intervals) last."""
-    import nltk
-
     extras = list(dict.fromkeys(described(m) for r in reports for m in r.metrics))
     return "|".join([
         f"expmrc:{__version__}",
-        f"nltk:{nltk.__version__}",
+        f"nltk:{nltk_tokenizer().version}",
         described(LEADERBOARD),
         *(["metrics:" + "+".join(extras)] if extras else []),
         *(["mode:answers-only"] if any(not r.has_evidence for r in reports) else []),

@@ -25,10 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-from tqdm import tqdm
+from typing import TYPE_CHECKING, Any
 
 from expmrc.errors import ExpmrcError
 from expmrc.scoring.scorer import Report, no_match_problem
@@ -45,7 +42,10 @@ TIE = 1e-9  # a resampled statistic within this of the observed one counts as eq
 TESTS = ("bootstrap", "randomization")
 LEADERBOARD_KEYS = {"ALL_F1": "overall", "ANS_F1": "answer", "EVI_F1": "evidence", "ANS_EM": "exact"}
 
-Parts = tuple[np.ndarray, np.ndarray]  # per-question numerator and denominator of a figure
+if TYPE_CHECKING:  # numpy is imported where a resampling starts: plain scoring, which imports this module, never needs it
+    import numpy as np
+
+    Parts = tuple[np.ndarray, np.ndarray]  # per-question numerator and denominator of a figure
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,8 @@ def figure_parts(report: Report) -> dict[str, Parts]:
     The leaderboard's four come from the question scores (unanswered: 0); an extra metric gives its own
     through `Metric.parts`. A figure the report leaves absent (None) has no parts.
     """
+    import numpy as np
+
     n = report.total
     ones = np.ones(n)
     parts: dict[str, Parts] = {}
@@ -109,11 +111,15 @@ def point(parts: Parts) -> float:
 def resample_indices(n: int, resamples: int, seed: int) -> np.ndarray:
     """A (resamples, n) matrix of question indices drawn with replacement, all at once, from `seed`: the draws
     `resample_counts` makes a chunk at a time (for tests and benchmarks; the figures never need it whole)."""
+    import numpy as np
+
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
 
 
 def index_counts(indices: np.ndarray, n: int) -> np.ndarray:
     """How often each question occurs in each resample: (resamples, n) counts, one bincount for all rows."""
+    import numpy as np
+
     rows = indices.shape[0]
     offsets = (indices + n * np.arange(rows)[:, None]).ravel()
     return np.bincount(offsets, minlength=rows * n).reshape(rows, n).astype(float)
@@ -123,6 +129,9 @@ def chunked_draws(n: int, rows: int, seed: int, high: int, what: str) -> Iterato
     """`rows` rows of n integers in [0, high) from one Generator seeded `seed`, yielded a few rows at a time
     (`CHUNK_DRAWS` values): numpy draws them in the same order, so the rows are those of one (rows, n) call.
     A progress bar named `what` shows when there are more than `PROGRESS_DRAWS` values."""
+    import numpy as np
+    from tqdm import tqdm
+
     generator = np.random.default_rng(seed)
     step = max(1, CHUNK_DRAWS // max(n, 1))
     with tqdm(total=rows, desc=what, unit=what.split()[-1], disable=rows * n <= PROGRESS_DRAWS, leave=False,
@@ -142,6 +151,8 @@ def resample_counts(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
 def resampled(parts: dict[str, Parts], weights: np.ndarray) -> dict[str, np.ndarray]:
     """Each figure under each row of per-question weights (counts, or 0/1 selections), from one matrix
     product over all figures at once; nan where a row's Σ den = 0."""
+    import numpy as np
+
     if not parts:
         return {}
     stacked = np.column_stack([vector for pair in parts.values() for vector in pair])
@@ -154,6 +165,8 @@ def resampled(parts: dict[str, Parts], weights: np.ndarray) -> dict[str, np.ndar
 
 def resampled_figures(parts: dict[str, Parts], n: int, settings: Resampling) -> dict[str, np.ndarray]:
     """Each figure on every bootstrap resample of `settings` (one value per resample), built a chunk at a time."""
+    import numpy as np
+
     chunks = [resampled(parts, counts) for counts in resample_counts(n, settings.resamples, settings.seed)]
     return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in parts}
 
@@ -162,6 +175,8 @@ def order_interval(samples: np.ndarray, confidence: float) -> tuple[float, float
     """The interval between the order statistics leaving (1 − confidence)/2 out on each side, as sacrebleu's
     `estimate_ci` does at 95% (index B // 40 and B − 1 − B // 40); resamples where the figure is undefined
     are dropped, and None when none is left."""
+    import numpy as np
+
     kept = np.sort(samples[~np.isnan(samples)])
     if kept.size == 0:
         return None
@@ -205,6 +220,8 @@ class Difference:
 
 def p_value(statistics: np.ndarray, observed: float) -> float:
     """(#{statistic ≥ observed} + 1) / (count + 1); ties (within TIE) count, undefined statistics do not."""
+    import numpy as np
+
     hits = int(np.sum(statistics >= abs(observed) - TIE))
     return (hits + 1) / (statistics.size + 1)
 
@@ -212,6 +229,8 @@ def p_value(statistics: np.ndarray, observed: float) -> float:
 def bootstrap_difference(deltas: np.ndarray, observed: float, confidence: float) -> tuple[tuple[float, float] | None,
                                                                                        float]:
     """The interval of Δ and Koehn's p-value with sacrebleu's centred statistic, from Δ on each resample."""
+    import numpy as np
+
     deltas = deltas[~np.isnan(deltas)]
     spread = np.abs(deltas)
     p = p_value(spread - spread.mean(), observed) if deltas.size else 1.0
@@ -221,6 +240,8 @@ def bootstrap_difference(deltas: np.ndarray, observed: float, confidence: float)
 def paired_bootstrap(base: dict[str, Parts], system: dict[str, Parts], n: int,
                      settings: Resampling) -> dict[str, Difference]:
     """Koehn's paired bootstrap over the resamples of `settings`, which both systems share."""
+    import numpy as np
+
     deltas: dict[str, list[np.ndarray]] = {key: [] for key in base}
     for counts in resample_counts(n, settings.resamples, settings.seed):
         before, after = resampled(base, counts), resampled(system, counts)
@@ -239,6 +260,8 @@ def randomization(base: dict[str, Parts], system: dict[str, Parts], n: int, tria
     """Approximate randomization's p-values: |Δ| between each trial's two pseudo-systems against the observed
     |Δ|. A trial's pseudo-baseline sums are Σ base + swaps @ (system − base), the other's the reverse; the
     trials are drawn and counted a chunk at a time."""
+    import numpy as np
+
     own = np.column_stack([vector for pair in base.values() for vector in pair])
     other = np.column_stack([vector for key in base for vector in system[key]])
     observed = {key: point(system[key]) - point(base[key]) for key in base}

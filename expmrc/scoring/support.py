@@ -15,9 +15,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from expmrc import __version__
 from expmrc.data.datasets import LABELS as OPTION_LABELS
@@ -29,6 +27,9 @@ from expmrc.scoring.scorer import question_type
 from expmrc.scoring.stats import Difference, Resampling, order_interval, paired_bootstrap, randomization, resampled_figures
 from expmrc.text.locate import find
 from expmrc.text.sentences import split_sentences
+
+if TYPE_CHECKING:  # numpy is imported where a rate is resampled: plain scoring, which imports this module, never needs it
+    import numpy as np
 
 SUPPORTED, NOT_SUPPORTED, CONTRADICTED = "supported", "not-supported", "contradicted"
 NO_EVIDENCE, NO_ANSWER, UNJUDGED = "no-evidence", "no-answer", "unjudged"
@@ -219,10 +220,12 @@ def judged(cases: Sequence[Case], verdicts: dict[Pair, Verdict]) -> list[Judged]
 
 
 def _rate(labels: Sequence[str]) -> dict[str, Any]:
-    """Count, supported count and the share supported (×100, None of nothing)."""
+    """Count, supported count and the share supported (×100; None of nothing, and None where the judge was asked
+    and gave no verdict on any)."""
     supported = sum(label == SUPPORTED for label in labels)
+    silent = UNJUDGED in labels and not any(label in (SUPPORTED, NOT_SUPPORTED, CONTRADICTED) for label in labels)
     return {"count": len(labels), "supported": supported,
-            "rate": round(100.0 * supported / len(labels), 3) if labels else None}
+            "rate": round(100.0 * supported / len(labels), 3) if labels and not silent else None}
 
 
 @dataclass
@@ -269,24 +272,53 @@ class Support:
     settings: Resampling = field(default_factory=Resampling)
     signature: str = ""
     statement: StatementTemplate | None = None
+    predictions_sha256: str | None = None  # the fingerprint of the file judged (`expmrc judge`), in its details
 
     @property
     def total(self) -> int:
         return len(self.questions)
 
+    @property
+    def asked(self) -> int:
+        """The questions the judge was asked about (with evidence and an answer)."""
+        return sum(j.label not in (NO_EVIDENCE, NO_ANSWER) for j in self.questions)
+
+    @property
+    def verdicts(self) -> int:
+        """The questions the judge gave a verdict on (supported, not supported or contradicted)."""
+        return sum(j.label in (SUPPORTED, NOT_SUPPORTED, CONTRADICTED) for j in self.questions)
+
+    @property
+    def no_verdict(self) -> bool:
+        """Whether the judge was asked about some questions and gave a verdict on none: then there is no rate."""
+        return self.asked > 0 and self.verdicts == 0
+
+    def no_verdict_line(self) -> str:
+        """Why there is no rate: the questions asked about, and the first reason given (a chat reply's)."""
+        note = next((j.note for j in self.questions if j.label == UNJUDGED and j.note), None)
+        return (f"{self.predictions_path}: the judge gave no verdict on any of the {self.asked} questions it was "
+                f"asked about ({self.subset}){f'; first: {note}' if note else ''}; no support rate")
+
     def vector(self) -> np.ndarray:
         """1 where a question's evidence was judged to support its answer, else 0, in dataset order."""
+        import numpy as np
+
         return np.array([float(j.label == SUPPORTED) for j in self.questions])
 
     def parts(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """The support rate as per-question ratios, for expmrc.scoring.stats."""
+        import numpy as np
+
         return {KEY: (self.vector(), np.ones(self.total))}
 
-    def rate(self) -> float:
-        """100 × supported / questions (a question without evidence or answer counts as not supported)."""
-        return 100.0 * float(sum(self.vector().tolist())) / self.total
+    def rate(self) -> float | None:
+        """100 × supported / questions (a question without evidence or answer counts as not supported); None when
+        the judge gave no verdict (`no_verdict`)."""
+        return None if self.no_verdict else 100.0 * float(sum(self.vector().tolist())) / self.total
 
     def interval(self) -> tuple[float, float] | None:
+        if self.no_verdict:
+            return None
         figures = resampled_figures(self.parts(), self.total, self.settings)
         return order_interval(figures[KEY], self.settings.confidence)
 
@@ -296,8 +328,11 @@ class Support:
         by_type: dict[str, list[str]] = {}
         for j in self.questions:
             by_type.setdefault(j.type, []).append(j.label)
+        rate = self.rate()
         return {"subset": self.subset, "dataset": self.dataset_path, "predictions": self.predictions_path,
-                "questions": self.total, "rate": round(self.rate(), 3),
+                **({"predictions_sha256": self.predictions_sha256} if self.predictions_sha256 else {}),
+                "questions": self.total, "asked": self.asked, "verdicts": self.verdicts,
+                "rate": None if rate is None else round(rate, 3),
                 "ci": None if ci is None else [round(ci[0], 3), round(ci[1], 3)], "resampling": self.settings.as_dict(),
                 "labels": {label: sum(j.label == label for j in self.questions) for label in LABELS},
                 "by_type": {name: _rate(labels) for name, labels in sorted(by_type.items(),
@@ -323,7 +358,9 @@ class Support:
             if j.id in other:
                 check["other_sentence"] = {"label": other[j.id].label, "probability": other[j.id].probability,
                                            "sentence": other[j.id].evidence}
-            records.append({**asdict(j), "check": check})
+            mark = {"predictions": self.predictions_path, "predictions_sha256": self.predictions_sha256} \
+                if self.predictions_sha256 else {}
+            records.append({**asdict(j), "check": check, **mark})
         return records
 
     def lines(self) -> list[str]:
@@ -331,9 +368,12 @@ class Support:
         s = self.summary()
         ci = "" if s["ci"] is None else (f" [{s['ci'][0]:.1f}, {s['ci'][1]:.1f}] "
                                          f"({100 * self.settings.confidence:g}% bootstrap)")
-        lines = [f"{self.subset} ({self.predictions_path}): support {s['rate']:.1f}%{ci} of {self.total} questions",
-                 "  labels: " + ", ".join(f"{k} {v}" for k, v in s["labels"].items() if v),
-                 "  by question type: " + ", ".join(f"{k} {_shown(v)}" for k, v in s["by_type"].items())]
+        figure = "no verdict (n = 0)" if s["rate"] is None else f"{s['rate']:.1f}%{ci}"
+        lines = [f"{self.subset} ({self.predictions_path}): support {figure} of {self.total} questions",
+                 "  labels: " + ", ".join(f"{k} {v}" for k, v in s["labels"].items() if v)]
+        if s["rate"] is None:
+            return lines + [f"  {self.no_verdict_line()}", self.check.line()]
+        lines.append("  by question type: " + ", ".join(f"{k} {_shown(v)}" for k, v in s["by_type"].items()))
         if s["by_grounding"]:
             lines.append("  by evidence grounding: " + ", ".join(f"{k} {_shown(v)}" for k, v in s["by_grounding"].items()))
         lines.append(self.check.line())
@@ -389,6 +429,29 @@ def read_details(path: str, dataset: Dataset) -> dict[str, dict[str, Any]]:
         raise ExpmrcError(f"{path}: covers {len(found)} of the {len(known)} questions of {dataset.path} (first "
                           f"missing: {missing[0]}); judge the whole submission")
     return found
+
+
+def details_owner(path: str, records: dict[str, dict[str, Any]], predictions: Sequence[str],
+                  position: int) -> tuple[int, str | None]:
+    """Which of `predictions` (the submissions shown, in order) a judge's details file judged: the one whose sha256
+    its records carry (the one at `position` when two are the same file), with no note; a file of another
+    submission, or of several, is one line. A file written before details carried the fingerprint is taken for the
+    submission at `position`, with the note saying it could not be checked."""
+    marks = {record.get("predictions_sha256") for record in records.values()}
+    if marks == {None}:
+        return position, (f"{path}: written before the judge's details named the submission they judged, so they "
+                          f"cannot be checked; shown for {predictions[position]}")
+    mark = next(iter(marks))
+    if len(marks) != 1 or not isinstance(mark, str) or not re.fullmatch(r"[0-9a-f]{64}", mark):
+        raise ExpmrcError(f"{path}: its lines do not name one submission (predictions_sha256): not one run of "
+                          "`expmrc judge --details`")
+    matches = [k for k, given in enumerate(predictions) if file_sha256(given) == mark]
+    if not matches:
+        judged = next((r.get("predictions") for r in records.values() if isinstance(r.get("predictions"), str)), None)
+        raise ExpmrcError(f"{path}: the judge's details of another submission ({judged or 'a file'} with sha256 "
+                          f"{mark[:12]}…), not of {' or '.join(predictions)}; judge the submission shown and give "
+                          "its details")
+    return (position if position in matches else matches[0]), None
 
 
 def file_sha256(path: str) -> str:

@@ -14,25 +14,29 @@ difference only of token boundaries (`10 km` / `10km`) is form; every other one 
 - `number`: the quote writes a number or its unit where the passage does not (added or replacing),
   or replaces one, or leaves out part of one and keeps the rest (`3.2` → `32`, `102 million` →
   `million`, `5 km` → `5`). A number is a run of digits, Chinese numerals (outside words such as
-  一起 一样), English number words and currency or percent signs; its unit is the word (one or two
-  CJK characters) right after it;
+  一起 一样), English number words and currency or percent signs; its unit is a unit of measure,
+  currency or time right after it (`km`, `dollars`, `October`, also after one other word: `Australian
+  dollars`), in Chinese a measure word or unit (个 年 元 公里 平方公里);
 - `name`: a capitalised word the quote writes that the passage does not hold, or a capitalised word
   of the passage replaced; a Chinese name of the passage with a character replaced, added or left
   out (names found as `chinese_names` says);
 - `word`: any other word or character added, left out or replaced.
 
 A whole number or name left out silently is a `word` change: the quote says less, not something
-else. A quote whose outer edge cuts a number or a word's `n't` in two (`195` of `1956`, `3` of
-`3.2`, `did` of `didn't`) changes that fact too. A capitalised word is not a name at the start of a
-sentence unless the text also writes it capitalised within one; a quote written in capitals or in
-title case says nothing by its case (only the passage's names count).
+else. A quote whose outer edge leaves part of a fact outside (`edge_fact`: `195` of `1956`, `3` of
+`3.2`, `did` of `didn't`, `3.2` of `3.2%`, `45` of `$45`, `did` of `did not`) changes that fact
+too. A capitalised word is not a name at the start of a sentence (or after a colon) unless the text
+also writes it capitalised within one; a quote written in capitals or in title case says nothing by
+its case (only the passage's names count). `framing_changes` compares a framing that is passage
+text (`X said, "…"`) with the passage text before the quote it frames.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -54,14 +58,25 @@ _NOT_NEGATION = ("非常", "未来", "特别", "区别", "分别", "别人", "�
 _NOT_NUMERAL = ("一起", "一样", "一些", "一直", "一定", "一般", "一切", "一边", "一下", "一旦", "一致", "一同",
                 "一向", "一再", "一面", "一方", "一点", "一会", "统一", "唯一", "万一", "千万", "万分", "十分")
 SIGNS = "$¢£¤¥₠-₿%‰‱°"  # currency, percent and degree signs (NFKC folds ＄ ￥ ％ to these)
-_TOKEN = re.compile(rf"[{CJK}]|\d+(?:[.,]\d+)*(?:[^\W\d_{CJK}]+)?|[^\W_{CJK}]+(?:\.\d+)*|[{SIGNS}]")
-# English words that are no unit after a number (`1959 and`, `20 of`)
-_FUNCTION = frozenset("""a an the and or but nor so yet of in on at to for by with from as into onto than then that
-    this these those which who whom whose what when where while is was are were be been being has have had do does did
-    will would can could shall should may might must it its he she they we you i his her their our your my me him them
-    us per each every all some any more most less least about over under after before since until up down out off
-    also too very only just still even""".split())
-_UNIT_PREFIX = frozenset("公英美平立千厘毫港欧日韩澳加人")  # the first character of a two-character CJK unit (公里 美元)
+_TOKEN = re.compile(rf"[{CJK}]|\d+(?:[.,]\d+)*(?:[^\W\d_{CJK}]+)?|[^\W_{CJK}]+(?:(?<=\d)\.\d+)*|[{SIGNS}]")
+# units of a number: Chinese measure words and units (one character, or longer ones, longest first), English units of
+# measure, currency and time (folded)
+_ZH_UNITS = frozenset("个年月日天号时分秒周岁元角块毛次回遍趟人名位口户家座栋间层楼本册页张条根支枝只头匹尾件套双对副"
+                      "台辆架艘部场届期批种类项门所片颗粒滴杯瓶碗盘包箱袋斤两克吨米里尺寸丈亩顷升度倍成折级段节章首篇"
+                      "句字行列排份笔例代世轮圈步声下点队国省市县区镑")
+_ZH_UNITS_LONG_LIST = ("人民币", "平方", "立方", "公里", "公斤", "公顷", "公尺", "公分", "英里", "英尺", "英寸", "英镑", "英亩",
+                  "美元", "美分", "千米", "千克", "千瓦", "厘米", "毫米", "毫升", "港元", "港币", "欧元", "日元", "韩元",
+                  "澳元", "加元", "台币", "小时", "分钟", "星期", "世纪", "年代", "年级", "周年", "周岁", "平米", "人次",
+                  "光年", "海里", "摄氏度", "华氏度")
+_ZH_UNITS_LONG = {c: tuple(w for w in _ZH_UNITS_LONG_LIST if w[0] == c) for c in {w[0] for w in _ZH_UNITS_LONG_LIST}}
+_APPROXIMATELY = frozenset("余多来几")  # between a Chinese number and its unit: 两万余人
+_EN_UNITS = frozenset("""percent per cent points point km kilometers kilometres kilometer kilometre miles mile meters
+    metres meter metre m cm mm feet foot ft inches inch yards yard kg kilograms kilogram grams gram g lb lbs pounds
+    pound tons tonnes ton ounces ounce oz litres liters litre liter gallons gallon acres acre hectares hectare square
+    cubic degrees degree dollars dollar cents cent euros euro yuan yen rupees rupee francs franc marks pence penny
+    pennies shillings years year months month weeks week days day hours hour minutes minute seconds decades decade
+    centuries century times mph kph kmh am pm bc ad bce ce january february march april june july august september
+    october november december jan feb mar apr jun jul aug sep sept oct nov dec""".split())
 # Chinese names: a surname (the less ambiguous of the common ones) and one or two characters, written twice or more,
 # after 小 老 阿, or before a title; a transliteration (three or more of these characters, or two words joined by ·)
 _SURNAMES = frozenset("王李张刘陈杨黄赵吴徐孙朱胡郭罗郑梁宋韩冯邓曹彭肖董袁潘蒋蔡杜魏吕丁沈姚卢姜崔谭汪廖贾韦邹孟"
@@ -74,11 +89,28 @@ _TRANSLITERATION = frozenset("阿埃艾安奥巴拜邦鲍贝彼毕波伯博布�
                              "密姆穆娜纳奈尼纽努诺欧帕佩皮珀普奇齐恰乔切琼萨塞桑瑟森莎舍施斯索塔泰坦汤提图托瓦威"
                              "维温沃乌锡谢辛休雅亚耶伊尤约泽扎詹")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_NAME_STOPS = frozenset("的是在和与及于由为被把向对从等了将也都就而并或之其这个说称叫名年月日")  # no part of a name
 _MIDDLE_DOT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+(?:[·•・‧][\u3400-\u4dbf\u4e00-\u9fff]+)+")
 _SENTENCE_END = re.compile(r"[.!?。！？\n]")
 _OPENING = set("\"'“‘«「『（([【《 \t")
-_CONTRACTED_NOT = re.compile(r"n['’‘ʼ＇]t\b", re.IGNORECASE)
 _NOT_AHEAD = re.compile(r"[^\W\d_]*n['’‘ʼ＇]t\b", re.IGNORECASE)  # the rest of a word ending in n't
+
+ZH_NEGATIONS = frozenset("不没沒未无無非别別勿")  # as written (the fact check folds traditional script)
+_NEGATION_WORDS = "|".join(sorted(NEGATIONS))
+_NEGATED_AUXILIARIES = frozenset("有能会曾再用要必肯敢得法是可该应")  # 没有, 不能, 无法: one negation word
+_NEGATING = rf"(?:{_NEGATION_WORDS}|cannot|[^\W\d_]+n['’‘ʼ＇]t)"  # a negation word, `cannot`, a word ending in n't
+_NEGATION_AFTER = re.compile(rf"\s+({_NEGATING})\b(?!\.\s?\d)", re.IGNORECASE)  # not `No. 1`
+_NEGATION_BEFORE = re.compile(rf"\b({_NEGATING})\s+$", re.IGNORECASE)
+_NUMBER_BEFORE = re.compile(r"(?:\d|[〇零一二三四五六七八九十百千万亿两]|\b(?:" + "|".join(sorted(NUMBER_WORDS)) + r"))$",
+                            re.IGNORECASE)
+_WORD_BEFORE = re.compile(rf"[^\W\d_{CJK}]+$")  # a word (a CJK character is one) ending at a quote's edge
+_WORD_AFTER = re.compile(rf"[^\W\d_{CJK}]+")
+# what belongs to a number just outside a quote's edge: a sign, a scale, a currency (a word or a character)
+_SIGN_AFTER = re.compile(r"\s?(?:[%‰‱°℃℉％﹪]|(?:per\s?cent|percent(?:age points?)?|million|billion|trillion|thousand|"
+                         r"hundred|dollars?|cents?|euros?|pounds?|yuan|yen|rmb|degrees?)\b|美元|欧元|英镑|日元|港元|港币|"
+                         r"韩元|澳元|人民币|[万亿元块度倍])", re.IGNORECASE)
+_SIGN_BEFORE = re.compile(r"(?:[$¢£¥€₠-₿＄￥￡]|\b(?:RMB|USD|EUR|GBP|CNY|HKD|JPY|minus|negative)|人民币|负|零下|百分之|"
+                          r"千分之|(?<![\w.])[-−])\s?$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -105,19 +137,80 @@ def _in_word(form: str, at: int, words: tuple[str, ...]) -> bool:
     return any(form.startswith(w, at - k) for w in words for k, c in enumerate(w) if c == form[at] and at >= k)
 
 
-def cuts_fact(passage: str, at: int, end: bool) -> bool:
-    """Whether a quote starting (or, with `end`, ending) at `at` cuts a fact of the passage in two: inside a number
-    (`195` of `1956`, `十二万` of `七十二万`, `3` of `3.2`, `1` of `1,000`), or inside a word ending in `n't` (`did`
-    of `didn't`, `ca` of `can't`)."""
+def cuts_fact(passage: str, at: int, end: bool, signs: bool = True) -> bool:
+    """Whether a quote starting (or, with `end`, ending) at `at` cuts a fact of the passage in two (`edge_fact`);
+    without `signs`, only a number or a word ending in `n't` cut in two counts (a span answer's edges)."""
+    found = edge_fact(passage, at, end)
+    return found is not None and (signs or found[2])
+
+
+def cuts_word(passage: str, at: int) -> bool:
+    """Whether position `at` falls inside a word of Latin (not CJK) letters: a quote starting or ending there is not
+    that word (`T, the area` is not `settlement, the area`)."""
+    return 0 < at < len(passage) and all(c.isalpha() and c < "\u2e80" for c in passage[at - 1:at + 1])
+
+
+def edge_fact(passage: str, at: int, end: bool) -> tuple[str, Span, bool] | None:
+    """The fact a quote starting (or, with `end`, ending) at `at` leaves partly outside, or None: (its kind, its span
+    in the passage, whether the edge falls inside a word). Inside a number (`195` of `1956`, `十二万` of `七十二万`, `3`
+    of `3.2`) or a word ending in `n't` (`did` of `didn't`, `ca` of `can't`, `can` of `cannot`); a number's sign,
+    scale or currency just outside (`3.2` of `3.2%`, `45` of `$45`, `102` of `102 million`, `3亿` of `3亿元`); a
+    negation just outside, with nothing but spaces between (`which they did` of `which they did not`, `all came` of
+    `Not all came`, `同意` of `不同意`)."""
     if not 0 < at < len(passage):
-        return False
-    if all(c.isdigit() or c in CHINESE_NUMERALS for c in passage[at - 1:at + 1]):
-        return True
-    if end and passage[at - 1].isdigit() and passage[at] in ".,，" and passage[at + 1:at + 2].isdigit():
-        return True
-    if not end and passage[at].isdigit() and passage[at - 1] in ".,，" and passage[at - 2:at - 1].isdigit():
-        return True
-    return end and passage[at - 1].isalpha() and bool(_NOT_AHEAD.match(passage, at))
+        return None
+    left, right = passage[at - 1], passage[at]
+    if (all(c.isdigit() or c in CHINESE_NUMERALS for c in (left, right))
+            or end and left.isdigit() and right in ".,，" and passage[at + 1:at + 2].isdigit()
+            or not end and right.isdigit() and left in ".,，" and passage[at - 2:at - 1].isdigit()):
+        return NUMBER, _cut_word(passage, at, True), True
+    if end and left.isalpha() and (_NOT_AHEAD.match(passage, at) or passage[at - 3:at + 3].lower() == "cannot"):
+        return NEGATION, _cut_word(passage, at, False), True
+    return _sign_or_negation_after(passage, at) if end else _sign_or_negation_before(passage, at)
+
+
+def _sign_or_negation_after(passage: str, at: int) -> tuple[str, Span, bool] | None:
+    """A sign or scale of the number a quote ends with, or a negation right after the quote's last word."""
+    sign = _SIGN_AFTER.match(passage, at)
+    if sign and _NUMBER_BEFORE.search(passage, max(0, at - 12), at) and not _in_word(passage, at - 1, _NOT_NUMERAL):
+        start = at
+        while start > 0 and (passage[start - 1] in CHINESE_NUMERALS or passage[start - 1] in ".,"
+                             or passage[start - 1].isascii() and passage[start - 1].isalnum()):
+            start -= 1
+        while passage[start] in ".,":
+            start += 1
+        return NUMBER, (start, sign.end()), False
+    if not passage[at - 1].isalnum():
+        return None
+    word = _WORD_BEFORE.search(passage, max(0, at - 30), at)
+    start = word.start() if word else at - 1  # the quote's last word, shown with the negation
+    negation = _NEGATION_AFTER.match(passage, at)
+    if negation:
+        return NEGATION, (start, negation.end()), False
+    if passage[at] in ZH_NEGATIONS and not _in_word(passage, at, _NOT_NEGATION):
+        return NEGATION, (start, at + 1), False
+    return None
+
+
+def _sign_or_negation_before(passage: str, at: int) -> tuple[str, Span, bool] | None:
+    """A currency or minus sign (or 百分之, 零下) before the number a quote starts with, or a negation right before
+    the quote's first word."""
+    if passage[at].isdigit() or passage[at] in CHINESE_NUMERALS:
+        sign = _SIGN_BEFORE.search(passage, max(0, at - 10), at)
+        if sign:
+            return NUMBER, (sign.start(), _cut_word(passage, at, True)[1]), False
+    if not passage[at].isalnum():
+        return None
+    word = _WORD_AFTER.match(passage, at)
+    end = word.end() if word else at + 1
+    negation = _NEGATION_BEFORE.search(passage, max(0, at - 20), at)
+    if negation:
+        return NEGATION, (negation.start(1), end), False
+    for k in (at - 1, at - 2):  # 不同意; 没有得到, 无法履行, 不能去
+        if k >= 0 and passage[k] in ZH_NEGATIONS and not _in_word(passage, k, _NOT_NEGATION) \
+                and (k == at - 1 or passage[k + 1] in _NEGATED_AUXILIARIES):
+            return NEGATION, (k, end), False
+    return None
 
 
 def is_number(token: str) -> bool:
@@ -144,11 +237,12 @@ class _Side:
 
 
 def _sentence_initial(text: str, start: int) -> bool:
-    """Whether only opening marks and spaces stand between the text's start or a sentence end and `start`."""
+    """Whether only opening marks and spaces stand between the text's start, a sentence end or a colon and `start`
+    (a capital after a colon starts a sentence or a list item)."""
     k = start - 1
     while k >= 0 and text[k] in _OPENING:
         k -= 1
-    return k < 0 or bool(_SENTENCE_END.match(text[k]))
+    return k < 0 or bool(_SENTENCE_END.match(text[k])) or text[k] in ":："
 
 
 def _shouting(text: str) -> bool:
@@ -176,7 +270,23 @@ def chinese_names(text: str) -> tuple[Span, ...]:
     (王老师: the surname). Traditional script counts as simplified."""
     form, source = fold(text)
     found = [(source[a], source[b - 1] + 1) for a, b in _form_names(form)]
-    return tuple(found + [m.span() for m in _MIDDLE_DOT.finditer(text)])
+    return tuple(found + [_dotted(text, m.span()) for m in _MIDDLE_DOT.finditer(text)])
+
+
+def _dotted(text: str, span: Span) -> Span:
+    """A name joined by middle dots within a run of Han characters (`由于长向相似于罗密·施奈德`): from at most five
+    characters before the first dot to at most five after the last, stopping at a word that names no one (`由`,
+    `于`, `的`, `等`)."""
+    start, end = span
+    first = min(text.find(d, start, end) for d in "·•・‧" if text.find(d, start, end) >= 0)
+    last = max(text.rfind(d, start, end) for d in "·•・‧")
+    a = first
+    while a > max(start, first - 5) and text[a - 1] not in _NAME_STOPS:
+        a -= 1
+    b = last + 1
+    while b < min(end, last + 6) and text[b] not in _NAME_STOPS:
+        b += 1
+    return a, b
 
 
 def _form_names(form: str) -> list[Span]:
@@ -214,7 +324,7 @@ def _numbers(form: str, tokens: list[str], at: list[int], cjk: bool) -> tuple[in
         return t in CHINESE_NUMERALS and not _in_word(form, at[i], _NOT_NUMERAL)
 
     def joined(i: int) -> bool:  # tokens i - 1 and i stand next to one another, or with spaces between
-        return not form[at[i - 1] + len(tokens[i - 1]):at[i]].strip()
+        return 0 < i < len(tokens) and not form[at[i - 1] + len(tokens[i - 1]):at[i]].strip()
 
     out, group, after_number, i = [-1] * len(tokens), -1, False, 0
     while i < len(tokens):
@@ -223,21 +333,34 @@ def _numbers(form: str, tokens: list[str], at: list[int], cjk: bool) -> tuple[in
                 group += 1
             out[i], after_number, i = group, True, i + 1
             continue
-        if after_number and joined(i) and _unit(tokens[i], cjk):
-            out[i] = group
-            if cjk and tokens[i] in _UNIT_PREFIX and i + 1 < len(tokens) and joined(i + 1) and not numeric(i + 1):
-                i += 1
-                out[i] = group
+        if after_number and joined(i):
+            size = _unit_at(tokens, i, joined, cjk)
+            for k in range(i, i + size):
+                out[k] = group
+            i += max(size - 1, 0)
         after_number, i = False, i + 1
     return tuple(out)
 
 
-def _unit(token: str, cjk: bool) -> bool:
-    """Whether a token right after a number is its unit: a CJK character, or (in a text that is not CJK) an English
-    word other than a function word or a negation."""
-    if re.fullmatch(f"[{CJK}]", token):
-        return True
-    return not cjk and token.isalpha() and token not in _FUNCTION and token not in NEGATIONS
+def _unit_at(tokens: list[str], i: int, joined: Callable[[int], bool], cjk: bool) -> int:
+    """How many tokens from token `i` (right after a number) are its unit: a unit of measure, currency or time in
+    English (`km`, `percent`, `dollars`, `October`), also after one other word (`Australian dollars`); a measure word
+    or unit in Chinese (`个`, `公里`, `平方公里`, `余人`); 0 for none."""
+    if not cjk:
+        if tokens[i] in _EN_UNITS:
+            return 1
+        return 2 if joined(i + 1) and tokens[i + 1] in _EN_UNITS and tokens[i].isalpha() else 0
+    start = i + 1 if tokens[i] in _APPROXIMATELY and joined(i + 1) else i  # 两万余人, 三十多岁
+    end = start
+    while end < len(tokens) and (end == i or joined(end)):
+        size = next((len(w) for w in _ZH_UNITS_LONG.get(tokens[end], ()) if "".join(tokens[end:end + len(w)]) == w
+                     and all(joined(k) for k in range(end + 1, end + len(w)))), int(tokens[end] in _ZH_UNITS))
+        if not size:
+            break
+        end += size
+        if "".join(tokens[end - size:end]) not in ("平方", "立方"):
+            break
+    return end - i if end > start else 0
 
 
 @lru_cache(maxsize=64)
@@ -439,30 +562,39 @@ def _cut_word(passage: str, at: int, number: bool) -> Span:
 
 
 def _edge_changes(passage: _Side, quote: _Side, lo: int, hi: int, first: bool, last: bool) -> list[Change]:
-    """A change where the quote's outer edge cuts a fact of the passage in two (`did` of `didn't`, `195` of `1956`)."""
+    """A change where the quote's outer edge leaves part of a fact of the passage outside (`edge_fact`: `did` of
+    `didn't`, `195` of `1956`, `3.2` of `3.2%`, `which they did` of `which they did not`), shown with the quote's
+    tokens that lie in that fact (at least one). A negation beside an edge token aligned only across passage text
+    the quote leaves out (`Great Lakes area` for `Great Lakes region (an area not …`) is no sure edge."""
     changes = []
-    if first and cuts_fact(passage.text, passage.spans[lo][0], False):
-        a, b = _cut_word(passage.text, passage.spans[lo][0], True)
-        changes.append(Change(quote.display(0, 1), passage.text[a:b], NUMBER, a, b))
-    if last and cuts_fact(passage.text, passage.spans[hi - 1][1], True):
-        at, end = passage.spans[hi - 1][1], len(quote.tokens)
-        number = not _CONTRACTED_NOT.match(passage.text, at)
-        a, b = _cut_word(passage.text, at, number)
-        changes.append(Change(quote.display(end - 1, end), passage.text[a:b], NUMBER if number else NEGATION, a, b))
+    n = len(quote.tokens)
+    for at, end in ((passage.spans[lo][0], False), (passage.spans[hi - 1][1], True)):
+        found = edge_fact(passage.text, at, end) if (last if end else first) else None
+        if found is None or found[0] == NEGATION and not found[2] and _across_gap(quote, passage, lo, hi, end):
+            continue
+        kind, (start, stop), _ = found
+        inside = max(1, min(n, sum(start <= a and b <= stop for a, b in passage.spans[lo:hi])))
+        shown = quote.display(n - inside, n) if end else quote.display(0, inside)
+        changes.append(Change(shown, passage.text[start:stop], kind, start, stop))
     return changes
 
 
-def differences(passage: str, span: Span, quote: str, first: bool = True, last: bool = True) -> list[Change]:
-    """Every difference between `quote` and the passage text it was aligned to at `span` (module docstring), in
-    quote order; `first` and `last`: whether the quote's start and end are the outer edges of the whole quote (not
-    an ellipsis)."""
+def _across_gap(quote: _Side, passage: _Side, lo: int, hi: int, end: bool) -> bool:
+    """Whether the quote's one or two tokens at that edge are aligned to passage tokens past passage text the quote
+    leaves out."""
+    ops = _opcodes(quote, passage, lo, hi)
+    ops = ops if not end else ops[::-1]
+    return len(ops) >= 2 and ops[0][0] == "equal" and ops[0][2] - ops[0][1] <= 2 and ops[1][0] == "insert"
+
+
+def _sides(passage: str, quote: str) -> tuple[_Side, _Side]:
+    """The passage's side and the quote's (whose case counts unless it is shouting; the passage's names are known)."""
     p_side = _side(passage)
-    q_side = _side(quote, _shouting(quote), frozenset(p_side.tokens[i] for i in p_side.names))
-    if not q_side.tokens or not p_side.tokens:
-        return []
-    lo, hi = _aligned_range(q_side, p_side, span)
-    if hi <= lo:
-        return []
+    return p_side, _side(quote, _shouting(quote), frozenset(p_side.tokens[i] for i in p_side.names))
+
+
+def _classified(q_side: _Side, p_side: _Side, lo: int, hi: int) -> list[Change]:
+    """The changes aligning the quote's tokens to the passage's tokens lo..hi (differences of form left out)."""
     present = set(p_side.tokens)
     changes = []
     for a, b, c, d in _edits(q_side, p_side, lo, hi):
@@ -475,22 +607,59 @@ def differences(passage: str, span: Span, quote: str, first: bool = True, last: 
         pa, pb = max(lo, lo + c - left), min(hi, lo + d + right)
         start, end = _passage_place(p_side, pa, pb)
         changes.append(Change(q_side.display(qa, qb), p_side.display(pa, pb), kind, start, end))
-    return changes + _edge_changes(p_side, q_side, lo, hi, first, last)
+    return changes
+
+
+def differences(passage: str, span: Span, quote: str, first: bool = True, last: bool = True) -> list[Change]:
+    """Every difference between `quote` and the passage text it was aligned to at `span` (module docstring), in
+    quote order; `first` and `last`: whether the quote's start and end are the outer edges of the whole quote (not
+    an ellipsis)."""
+    p_side, q_side = _sides(passage, quote)
+    if not q_side.tokens or not p_side.tokens:
+        return []
+    lo, hi = _aligned_range(q_side, p_side, span)
+    if hi <= lo:
+        return []
+    return _classified(q_side, p_side, lo, hi) + _edge_changes(p_side, q_side, lo, hi, first, last)
+
+
+def framing_changes(passage: str, at: int, framing: str) -> tuple[list[Change], int]:
+    """The differences between a framing that is passage text (`X said, "…"`, `X说：“…”`) and the passage text
+    just before `at`, where the quote it frames lies, within that sentence; and where the compared passage text
+    starts (passage tokens before the framing's first are not compared). A capitalised word of the framing that the
+    passage never writes is a name, also at the framing's start (`Mary said`); the framing's start is the quote's
+    outer edge (`edge_fact`: `同意：“…”` for `不同意：“…”`)."""
+    p_side, q_side = _sides(passage, framing)
+    if not q_side.tokens or not p_side.tokens:
+        return [], at
+    present = set(p_side.tokens)
+    strangers = {i for i, (a, b) in enumerate(q_side.spans) if framing[a].isupper() and b - a >= 2
+                 and q_side.tokens[i].isalpha() and q_side.tokens[i] not in present}
+    q_side = replace(q_side, names=q_side.names | strangers)  # a speaker the passage never names: `Mary said`
+    hi = _window(p_side, (at, at))[0]
+    lo = _widen(p_side, hi, hi, len(q_side.tokens) + 2, 0)[0]
+    edits = _edits(q_side, p_side, lo, hi)
+    if edits and edits[0][:3] == (0, 0, 0):  # passage tokens before the framing starts
+        lo += edits[0][3]
+    if lo >= hi:
+        return _classified(q_side, p_side, lo, hi), at
+    edge = _edge_changes(p_side, q_side, lo, hi, True, False)  # `同意：“…”` for `不同意：“…”`
+    return _classified(q_side, p_side, lo, hi) + edge, p_side.spans[lo][0]
 
 
 def elided_negation(passage: str, gap: Span) -> Change | None:
     """The negation an ellipsis stands for, or None: one among the last two tokens of the passage text the
     ellipsis leaves out (`gap`), with nothing but words and spaces between it and the text the quote goes on with
-    (`had ... fought` for `had not fought`; not `(no compound)`, closed before it)."""
+    (`had ... fought` for `had not fought`, `did [...]. Then` for `did not. Then`; not `(no compound)`, closed before
+    it)."""
     side = _side(passage)
     lo, hi = _window(side, gap)
     hi = min(hi, len(side.tokens))
     while hi > lo and side.spans[hi - 1][1] > gap[1]:
         hi -= 1
-    resumed = side.spans[hi][0] if hi < len(side.tokens) else len(passage)  # where the quote's text goes on
     for i in range(hi - 1, max(lo, hi - 2) - 1, -1):
         a, b = side.spans[i]
-        if re.search(r"[^\w\s'’]", passage[b:resumed]):
+        if re.search(r"[^\w\s'’]", passage[b:gap[1]]):  # closed before the text the quote goes on with
             return None
         if i in side.negations:
             return Change("…", passage[a:b], NEGATION, a, b)

@@ -1,31 +1,36 @@
 """Grounding free-form quotes (an LLM's evidence and span answers) in their passage: docs/grounding.md.
 
 One rule: a located quote is replaced by the passage text only when every difference is form. A quote
-is tried verbatim, then normalized (the `locate` policies of those names: differences of form folded
-away), as given and then without a framing sentence (`The passage says: "..."`, `原文写道：“...”`) or
-list markers at line starts (`1.`, `(1)`, `①`, `一、`, `-`); a quote of several sentences or list
-items is tried item by item too; then by fuzzy alignment (the `fuzzy` policy), whose differences
-from the passage are listed and classified (`expmrc.text.facts`). A quote with an ellipsis (`...`,
-`…`, `……`) is found piece by piece, in order, and covers the pieces; a negation the ellipsis stands
-for is a change. Each field gets a status: `exact`, `normalized` (every difference form), `reworded`
-(words added, left out or replaced, no fact among them), `altered` (a number, negation or name
-changed), `unverified` (found nowhere well enough) or `missing` (empty). Only `exact` and `normalized`
-fields are replaced by the passage text; a reworded or altered one keeps the model's words, with its
-located offsets and its `changes`.
+is first freed of HTML and of citation marks the passage does not hold (`&amp;`, `<b>`, `[1]`, `(S3)`,
+`【1】`, `^1`); then tried verbatim, then normalized (the `locate` policies of those names: differences
+of form folded away), as given and then without a framing sentence of the model's own (`The passage
+says: "..."`, `原文写道：“...”`; a framing that is passage text, `X said, "..."`, is compared with the
+passage like the rest of the quote) or list markers at line starts (`1.`, `(1)`, `①`, `一、`, `-`); a
+quote of several sentences or list items is tried item by item too; then by fuzzy alignment (the
+`fuzzy` policy), whose differences from the passage are listed and classified (`expmrc.text.facts`).
+A match whose outer edge leaves part of a fact outside (`3.2` of `3.2%`, `did` of `did not`) is no
+match. A quote with an ellipsis (`...`, `…`, `……`, `[...]`, `(…)`) is found piece by piece, in order,
+and covers the pieces; a negation the ellipsis stands for is a change. Each field gets a status:
+`exact`, `normalized` (every difference form), `reworded` (words added, left out or replaced, no fact
+among them), `altered` (a number, negation or name changed), `unverified` (found nowhere well enough)
+or `missing` (empty). Only `exact` and `normalized` fields are replaced by the passage text; a
+reworded or altered one keeps the model's words, with its located offsets and its `changes`.
 """
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from expmrc.data.datasets import Dataset, SpanQuestion, passage_of
 from expmrc.data.submissions import SCALAR_TYPES, parse_prediction
 from expmrc.errors import ExpmrcError
-from expmrc.text.facts import Change, cuts_fact, differences, elided_negation
-from expmrc.text.locate import Found, Hint, find, is_cjk, tokens, trim
+from expmrc.text.facts import Change, cuts_fact, cuts_word, differences, elided_negation, framing_changes
+from expmrc.text.locate import Found, Hint, find, is_cjk, normalized, tokens, trim
 from expmrc.text.sentences import split_sentences
 
 EXACT, NORMALIZED, REWORDED, ALTERED = "exact", "normalized", "reworded", "altered"
@@ -43,11 +48,35 @@ STAGES = (("offset", "verbatim"), ("normalized",), ("fuzzy",))  # tried in this 
 _STATUS_OF = {"offset": EXACT, "verbatim": EXACT, "normalized": NORMALIZED, "fuzzy": NORMALIZED}  # no difference
 _LIST_MARKER = re.compile(r"^[ \t]*(?:[(（]?\d{1,3}[)）]\s*|\d{1,3}[.．]\s+|\d{1,3}、\s*|[①-⑳]\s*|"
                           r"[一二三四五六七八九十]{1,3}、\s*|[-*•+]\s+)", re.MULTILINE)
-_ELLIPSIS = re.compile(r"\s*(?:(?:[.。．]\s*){2,}[.。．]|…+)\s*")
+_DOTS = r"(?:(?:[.。．]\s*){2,}[.。．]|[…⋯]+)"
+_MARKED = rf"(?:[\[(（［【〔]\s*{_DOTS}\s*[\])）］】〕]|{_DOTS})"
+_ELLIPSIS = re.compile(rf"\s*{_MARKED}\s*")  # `...`, `……`, `[…]`, `(...)`
+_OPEN_START, _OPEN_END = re.compile(rf"^\W*{_MARKED}"), re.compile(rf"{_MARKED}\W*$")  # text left out beyond
+# citation marks a model adds to a quote: `[1]`, `[1, 2]`, `[S3]`, `[source 2]`, `【1】`, `(S3)`, `(sentence 3)`, `^1`,
+# `[^1]`, `¹`; a parenthesis holding a bare number only before punctuation or at the end (`… year (3).`)
+_CITE_LABEL = (r"(?:(?:sources?|sentences?|sent|s|passages?|p|paragraphs?|para|refs?|references?|citations?|cite|"
+               r"docs?|documents?|evidence|lines?|来源|出处|原文|句子?|段落?|第)\s*[:：#.]?\s*)")
+_CITE_NUMBERS = r"\d{1,3}(?:\s*(?:[,，、;；&~\-–—]|to|and)\s*(?:s|第)?\d{1,3})*\s*(?:句|段)?"
+_CITATION = re.compile(
+    rf"\s*(?:[\[［【〔]\s*\^?\s*{_CITE_LABEL}*{_CITE_NUMBERS}\s*[\]］】〕]"
+    rf"|[(（]\s*{_CITE_LABEL}+{_CITE_NUMBERS}\s*[)）]"
+    rf"|[(（]\s*{_CITE_NUMBERS}\s*[)）](?=\s*(?:$|[^\w\s]))"
+    r"|\^\[?\d{1,3}\]?|[¹²³⁴⁵⁶⁷⁸⁹⁰]+)", re.IGNORECASE)
+_CITES = re.compile(r"[\[［【〔(（^¹²³⁴⁵⁶⁷⁸⁹⁰]")  # a quick test: can the text hold a citation mark?
+_TAG = re.compile(r"</?([a-zA-Z][a-zA-Z0-9]*)(?:\s[^<>]*)?/?>")
+_BLOCK_TAGS = frozenset("p br div li ul ol blockquote h1 h2 h3 h4 h5 h6 tr td th table hr".split())
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});", re.IGNORECASE)
 _FRAMING_WORDS = re.compile(
     r"passage|text|article|context|paragraph|document|story|evidence|quote|according|says|said|states|stated|"
     r"reads|writes|wrote|mentions|notes|author|answer|support|原文|文章|文中|短文|材料|段落|上文|写道|提到|指出|说|"
     r"根据|证据|依据|表明|显示|可知|中有|一句", re.IGNORECASE)
+# words by which a framing names its source (the model's own framing), not a speaker of the passage
+_SOURCE_WORDS = re.compile(
+    r"\b(?:passage|text|article|context|paragraph|document|story|evidence|quote|quotation|excerpt|sentence|line|"
+    r"author|answer|support)s?\b|原文|文章|文中|短文|材料|段落|上文|证据|依据|原句|句子|一句|对话|文本", re.IGNORECASE)
+_SPEECH = re.compile(r"\b(?:said|says|say|asked|asks|told|tells|replied|replies|added|adds|explained|explains|wrote|"
+                     r"writes|answered|answers|shouted|cried|thought|thinks)\b|说|问|道|答|喊|叫|想|表示|指出|认为",
+                     re.IGNORECASE)  # a speech tag's verb
 _OPEN, _CLOSE = "\"“「『‘'«", "\"”」』’'»"
 _QUOTED = re.compile(rf"^(?P<pre>[^{_OPEN}]*?)[{_OPEN}](?P<body>.+)[{_CLOSE}](?P<post>[^{_CLOSE}]*)$", re.DOTALL)
 _PREFIX = re.compile(r"^(?P<pre>[^:：\n\"“「『«]{1,80})[:：]\s*(?P<body>.+)$", re.DOTALL)
@@ -62,7 +91,7 @@ def framing(text: str) -> tuple[str, str] | None:
     quote."""
     text = text.strip()
     match = _PREFIX.match(text)
-    if match and _FRAMING_WORDS.search(match["pre"]):
+    if match and _FRAMING_WORDS.search(match["pre"]) and len(tokens(match["pre"])[0]) <= 12:
         return match["pre"], _unquoted(match["body"].strip())
     match = _QUOTED.match(text)
     if match and not tokens(match["post"])[0] and len(tokens(match["pre"])[0]) <= 12:
@@ -73,14 +102,53 @@ def framing(text: str) -> tuple[str, str] | None:
 
 
 def unframed(passage: str, text: str) -> str | None:
-    """`text` without its framing, or None when it has none, or when the "framing" is passage text that runs on
-    into the quote (`In 2012, according to the Institute, "..."` copied from the passage is one quote)."""
+    """`text` without its framing, or None when it has none, or when the "framing" is passage text (`_framed`)."""
+    framed = _framed(passage, text)
+    return None if framed is None or framed[2] else framed[1]
+
+
+@lru_cache(maxsize=256)
+def _framed(passage: str, text: str) -> tuple[str, str, bool] | None:
+    """(framing, quote, whether the framing is passage text) of a framed `text` (`framing`), or None. A framing is
+    the model's own, to be left out, when it is the passage's speech tag after the quote put before it (`Tom said,
+    "…"` for `"…," Tom said`), or when it names its source (the passage, the text, 原文 …) and is short or no
+    passage text. Any other framing is passage text, changed or not (`X said, "…"` for the passage's `Y said,
+    "…"`, `小霞说：“…”`, `In March 2018, "…"`, the start of another sentence): it is compared like the rest of the
+    quote."""
     framed = framing(text)
     if framed is None:
         return None
     pre, body = framed
     found = find(passage, body, STAGES[0] + STAGES[1] + STAGES[2])
-    return None if found is not None and _runs_into(passage, pre, found.start) else body
+    if found is None:
+        return pre, body, False
+    if _runs_into(passage, pre, found.start):
+        return pre, body, True
+    if _tag_after(passage, pre, found.end):
+        return pre, body, False
+    named = bool(_SOURCE_WORDS.search(pre))
+    if named and len(tokens(pre)[0]) <= 6:
+        return pre, body, False
+    return pre, body, not named or _in_passage(passage, pre)
+
+
+def _in_passage(passage: str, pre: str) -> bool:
+    """Whether a framing of three tokens or more is passage text (fuzzily, as well as a quote must be)."""
+    pre = _bare(pre)
+    if len(tokens(pre)[0]) < MIN_FUZZY_TOKENS:
+        return False
+    found = find(passage, pre, ("normalized", "fuzzy"))
+    return found is not None and found.score >= FUZZY_THRESHOLD
+
+
+def _tag_after(passage: str, pre: str, end: int) -> bool:
+    """Whether a framing is a speech tag of at most six tokens whose words are the passage's words right after the
+    quote (`"…," Tom said`, `said Tom`, `“…”他说`)."""
+    words = tokens(pre, is_cjk(passage))[0]
+    if len(tokens(pre)[0]) > 6 or not _SPEECH.search(pre):
+        return False
+    after = tokens(passage[end:end + 3 * len(pre) + 20], is_cjk(passage))[0][:len(words)]
+    return bool(words) and sorted(after) == sorted(words)
 
 
 def _runs_into(passage: str, pre: str, start: int) -> bool:
@@ -120,21 +188,26 @@ def _accepted(found: Found, piece: str, threshold: float) -> bool:
         found.policy != "fuzzy" or (found.score >= threshold and len(tokens(piece)[0]) >= MIN_FUZZY_TOKENS))
 
 
-def _keep(passage: str, stage: tuple[str, ...], first: bool, last: bool) -> Callable[[tuple[int, int]], bool] | None:
-    """Of a verbatim or normalized match, keep only one that does not cut a fact in two at the quote's outer edges
-    (`195` of `1956`, `did` of `didn't`); an edge beside an ellipsis may fall anywhere."""
+def _keep(passage: str, stage: tuple[str, ...], first: bool, last: bool,
+          signs: bool = True) -> Callable[[tuple[int, int]], bool] | None:
+    """Of a verbatim or normalized match, keep only one whose outer edges leave no part of a fact outside
+    (`facts.edge_fact`: `195` of `1956`, `did` of `didn't`, `3.2` of `3.2%`, `did` of `did not`) and cut no word in
+    two; without `signs`, as for a span answer, only a number or `n't` cut in two counts. An edge beside an ellipsis
+    may fall anywhere."""
     if stage == STAGES[2] or not (first or last):
         return None
-    return lambda span: not (first and cuts_fact(passage, span[0], False) or last and cuts_fact(passage, span[1], True))
+    return lambda span: not (first and (cuts_fact(passage, span[0], False, signs) or signs and cuts_word(passage, span[0]))
+                             or last and (cuts_fact(passage, span[1], True, signs) or signs and cuts_word(passage, span[1])))
 
 
-def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], threshold: float,
-                   hint: Hint) -> list[Found] | None:
+def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], threshold: float, hint: Hint,
+                   signs: bool = True, outer: tuple[bool, bool] = (True, True)) -> list[Found] | None:
     """Where every piece lies, found in order by the stage's policies, or None: the longest piece first, then
-    the pieces before it nearest to it on the left, and the pieces after it on the right."""
+    the pieces before it nearest to it on the left, and the pieces after it on the right. `outer`: whether the
+    quote's start and end are its outer edges (no ellipsis before or after them)."""
     anchor = max(range(len(pieces)), key=lambda i: (len(tokens(pieces[i])[0]), -i))
     found = find(passage, pieces[anchor], stage, hint if len(pieces) == 1 else Hint(),
-                 keep=_keep(passage, stage, anchor == 0, anchor == len(pieces) - 1))
+                 keep=_keep(passage, stage, anchor == 0 and outer[0], anchor == len(pieces) - 1 and outer[1], signs))
     if found is None or not _accepted(found, pieces[anchor], threshold):
         return None
     located = {anchor: found}
@@ -142,7 +215,8 @@ def _locate_pieces(passage: str, pieces: list[str], stage: tuple[str, ...], thre
         left = i < anchor
         edge = located[i + 1].start if left else located[i - 1].end
         found = find(passage, pieces[i], stage, Hint(near=edge if left else None),
-                     (0, edge) if left else (edge, len(passage)), _keep(passage, stage, i == 0, i == len(pieces) - 1))
+                     (0, edge) if left else (edge, len(passage)),
+                     _keep(passage, stage, i == 0 and outer[0], i == len(pieces) - 1 and outer[1], signs))
         if found is None or not _accepted(found, pieces[i], threshold):
             return None
         located[i] = found
@@ -192,13 +266,13 @@ class Grounding:
         return " ".join(passage[a:b] for a, b in self.spans), None
 
 
-def _found(passage: str, pieces: list[str], parts: list[Found]) -> Grounding:
+def _found(passage: str, pieces: list[str], parts: list[Found], outer: tuple[bool, bool] = (True, True)) -> Grounding:
     """The grounding of a quote from its pieces' places: their cover, the lowest score, the differences of the
     pieces located by fuzzy alignment and the negations its ellipses stand for (in passage order), and its status:
     `altered` when a change is of fact, `reworded` when there are changes, else the weakest piece's."""
     start, end = trim(passage, (parts[0].start, parts[-1].end))
     changes = [c for i, (piece, f) in enumerate(zip(pieces, parts)) if f.policy == "fuzzy"
-               for c in differences(passage, f.span, piece, i == 0, i == len(parts) - 1)]
+               for c in differences(passage, f.span, piece, i == 0 and outer[0], i == len(parts) - 1 and outer[1])]
     changes += [c for a, b in zip(parts, parts[1:]) if (c := elided_negation(passage, (a.end, b.start))) is not None]
     changes.sort(key=lambda c: (c.start, c.end))
     if changes:
@@ -208,34 +282,62 @@ def _found(passage: str, pieces: list[str], parts: list[Found]) -> Grounding:
     return Grounding(status, start, end, min(f.score for f in parts), tuple(changes))
 
 
-def _ground_whole(passage: str, text: str, hint: Hint, threshold: float, answer: bool) -> Grounding:
-    """Ground one quote as a whole (see `ground_text`): the first place found with no fact changed, else the first
-    altered one; a quote (or its pieces) placed verbatim or normalized is not aligned fuzzily as well (a fuzzy
-    alignment could place a piece farther on, past the negation its ellipsis stands for)."""
-    first = _STOPS.sub("", _unquoted(text)) if answer else text
-    inner = unframed(passage, text)
-    candidates = list(dict.fromkeys(c for c in (first, text, inner, _bare(text)) if c))
-    fuzzy = list(dict.fromkeys(c for c in (inner, *candidates) if c))
-    plan = [(c, stage) for c in candidates for stage in STAGES[:2]] + [(c, STAGES[2]) for c in fuzzy]
+def _first_place(passage: str, plan: list[tuple[str, tuple[str, ...]]], hint: Hint, threshold: float,
+                 answer: bool) -> Grounding | None:
+    """The first place a (candidate, stage) of `plan` finds with no fact changed, else the first altered one, else
+    None; a candidate with ellipses is tried piece by piece, then whole."""
     best = None
     for candidate, stage in plan:
-        if stage == STAGES[2] and best is not None:
-            return best  # placed verbatim or normalized, with a negation its ellipsis stands for: not realigned
         pieces = _pieces(candidate)
-        for option in ([pieces, [candidate]] if len(pieces) > 1 else [[candidate]]):
-            parts = _locate_pieces(passage, option, stage, threshold, hint)
+        outer = (not _OPEN_START.search(candidate), not _OPEN_END.search(candidate))
+        for option in ([pieces, [candidate]] if len(pieces) > 1 or not all(outer) else [[candidate]]):
+            parts = _locate_pieces(passage, option, stage, threshold, hint, not answer, outer)
             if parts is None:
                 continue
-            found = _found(passage, option, parts)
+            found = _found(passage, option, parts, outer)
             if found.end <= found.start:
                 continue
             if found.status != ALTERED:
                 return found
             best = best or found
-    if best is not None:
-        return best
+    return best
+
+
+def _ground_whole(passage: str, text: str, hint: Hint, threshold: float, answer: bool) -> Grounding:
+    """Ground one quote as a whole (see `ground_text`): the first place found with no fact changed, else the first
+    altered one; a quote (or its pieces) placed verbatim or normalized is not aligned fuzzily as well (a fuzzy
+    alignment could place a piece farther on, past the negation its ellipsis stands for). A framing that is passage
+    text is compared with the passage text before the place of the quote it frames."""
+    first = _STOPS.sub("", _unquoted(text)) if answer else text
+    framed = _framed(passage, text)
+    inner = framed[1] if framed is not None and not framed[2] else None
+    candidates = list(dict.fromkeys(c for c in (first, text, inner, _bare(text)) if c))
+    placed = _first_place(passage, [(c, stage) for c in candidates for stage in STAGES[:2]], hint, threshold, answer)
+    if placed is not None:
+        return placed  # placed verbatim or normalized, with a negation its ellipsis stands for: not realigned
+    if framed is not None and framed[2]:
+        body = _ground_whole(passage, framed[1], hint, threshold, answer)
+        if body.status in LOCATED:
+            return _with_framing(passage, body, framed[0])
+    fuzzy = list(dict.fromkeys(c for c in (inner, *candidates) if c))
+    placed = _first_place(passage, [(c, STAGES[2]) for c in fuzzy], hint, threshold, answer)
+    if placed is not None:
+        return placed
     best_score = max((f.score for c in candidates if (f := find(passage, c, ("fuzzy",))) is not None), default=0.0)
     return Grounding(UNVERIFIED, score=round(best_score, 3))
+
+
+def _with_framing(passage: str, body: Grounding, pre: str) -> Grounding:
+    """A located quote with the framing before it that is passage text, compared with the passage text before it
+    (`facts.framing_changes`): every change of either, and the cover of both. With no change the quote is at best
+    `normalized` (as a whole it was not found verbatim)."""
+    changes, start = framing_changes(passage, body.start, pre)
+    every = tuple(sorted([*changes, *body.changes], key=lambda c: (c.start, c.end)))
+    if every:
+        status = ALTERED if any(c.fact for c in every) else REWORDED
+    else:
+        status = NORMALIZED if body.status == EXACT else body.status
+    return Grounding(status, min(start, body.start), body.end, body.score, every, body.parts)
 
 
 def combined(parts: list[Grounding]) -> Grounding:
@@ -273,6 +375,46 @@ def ground_text(passage: str, text: Any, hint: Hint = Hint(), threshold: float =
         return Grounding(MISSING)
     if not passage:
         return Grounding(UNVERIFIED)
+    if text in passage:
+        return _ground(passage, text, hint, threshold, answer)
+    unmarked = _unmarked(passage, text)
+    found = _ground(passage, _uncited(passage, unmarked), hint, threshold, answer)
+    return replace(found, status=NORMALIZED) if unmarked != text and found.status == EXACT else found
+
+
+def _unmarked(passage: str, text: str) -> str:
+    """`text` without the HTML the passage does not hold: tags dropped (a block tag such as `<p>`, `<br>`, `<li>` as a
+    line break), entities (`&amp;`, `&quot;`, `&#39;`, also escaped twice) decoded."""
+    def tag(match: re.Match) -> str:
+        return match.group() if _held(passage, match.group()) else "\n" if match[1].lower() in _BLOCK_TAGS else ""
+
+    def entity(match: re.Match) -> str:
+        return match.group() if _held(passage, match.group()) else html.unescape(match.group())
+
+    if "<" in text:
+        text = _TAG.sub(tag, text)
+    for _ in range(2):  # `&amp;quot;` is `&quot;` escaped once more
+        text = _ENTITY.sub(entity, text) if "&" in text else text
+    return text.strip()
+
+
+def _held(passage: str, mark: str) -> bool:
+    """Whether the passage holds a mark (as written, or folded when it is longer than two characters)."""
+    mark = mark.strip()
+    key = normalized(mark)[0]
+    return mark in passage or len(key) > 2 and key in normalized(passage)[0]
+
+
+def _uncited(passage: str, text: str) -> str:
+    """`text` without the citation marks a model adds around or after a quote (`[1]`, `(S3)`, `[source 2]`, `【1】`,
+    `^1`) that the passage does not hold."""
+    if not _CITES.search(text):
+        return text
+    return _CITATION.sub(lambda m: m.group() if _held(passage, m.group()) else "", text).strip()
+
+
+def _ground(passage: str, text: str, hint: Hint, threshold: float, answer: bool) -> Grounding:
+    """`ground_text` of a quote without markup and added citation marks."""
     whole = _ground_whole(passage, text, hint, threshold, answer)
     if answer or whole.status in VERBATIM:
         return whole

@@ -12,6 +12,7 @@ directory's latest checkpoint. What differs between the tasks is a `BaselineTask
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import logging
@@ -26,22 +27,25 @@ from expmrc.data.io import json_kind
 from expmrc.data.io import atomic_directory, check_output_path
 from expmrc.data.runs import (ANSWERER_DIR, ANSWERER_RUN_DIR, CHECKPOINT_DIR, MODEL_DIR, PREDICT_ONLY_DIR,
                               PREDICTIONS_FILE, RUN_INFO, SCHEMA, Environment, NewerRecord, Phases, RunRecord,
-                              check_schema, recorded_run)
+                              recorded_run)
 from expmrc.data.submissions import write_predictions
 from expmrc.errors import ExpmrcError
 from expmrc.features.cache import cache_key, cached_features, shared_cache_path
 from expmrc.features.windows import FeatureReport, FeatureTable, uses_token_types
 from expmrc.inference.buckets import BucketPlan
+from expmrc.inference.saved import Prediction, SavedModel
 from expmrc.inference.task_predictor import TaskPredictor
 from expmrc.logs import setup_logging
-from expmrc.models.backbones import ModelSource, load_task_model, resolve_source
+from expmrc.models.backbones import ModelSource, check_model_folder, load_task_model, resolve_source
 from expmrc.models.unpadded import resolve_attention
 from expmrc.scoring.scorer import score
 from expmrc.tasks import TaskSettings, TaskSpec
 from expmrc.training.config import BaselineConfig, Paths
+from expmrc.training.curves import check_tracker_dir, log_dev_scores, start_curves
 from expmrc.training.flags import parse_config
 from expmrc.training.graphs import resolve_graphs
 from expmrc.training.loop import (TrainConfig, checkpoint_steps, device_name, make_accelerator, precision_record,
+                                  run_device,
                                   train)
 from expmrc.training.select_forget import SelectAndForget, answerer_folder
 
@@ -72,7 +76,7 @@ NOT_TRAINING = {"do_predict", "predict_file", "predict_tfrecord", "predict_batch
                 "max_answer_length", "max_evidence_length", "output_dir", "keep_checkpoints", "keep_final_checkpoints",
                 "logging_steps", "save_checkpoints_steps", "cache_dir", "train_tfrecord", "per_device_micro_batch",
                 "tpu_name", "tpu_zone", "overwrite_output_dir", "allow_unknown_tokens", "compile_buckets",
-                "torch_compile_mode"}
+                "torch_compile_mode", "report_to"}
 
 
 def training_signature(config: BaselineConfig, features_key: str) -> str:
@@ -108,13 +112,46 @@ def check_outputs(paths: Paths) -> Path:
     return output
 
 
+def reruns_saved(config: BaselineConfig, trained: Path) -> bool:
+    """Whether the run predicts with the model a training run left in OUTPUT_DIR/model (a predict-only rerun)."""
+    return not config.do_train and (trained / "config.json").is_file()
+
+
 def model_source(config: BaselineConfig, trained: Path) -> ModelSource:
     """Where the model comes from: OUTPUT_DIR/model for a predict-only rerun, else the model flags."""
-    if not config.do_train and (trained / "config.json").is_file():
+    if reruns_saved(config, trained):
         return resolve_source(str(trained))
     p = config.paths
     return resolve_source(p.model_name_or_path, p.bert_config_file, p.vocab_file, p.init_checkpoint,
                           config.do_lower_case)
+
+
+def saved_model(config: BaselineConfig, trained: Path) -> SavedModel:
+    """The record of the model the run starts from (`model_source`'s): OUTPUT_DIR/model's for a predict-only rerun,
+    else that of the folder --model_name_or_path names; none for a Hub id or an original release's files."""
+    if reruns_saved(config, trained):
+        return SavedModel.read(trained)
+    name = config.paths.model_name_or_path
+    if name and (Path(name) / "config.json").is_file():
+        return SavedModel.read(Path(name))
+    return SavedModel(None)
+
+
+def given_prediction(config: BaselineConfig) -> dict[str, Any]:
+    """The prediction settings the command line gives explicitly, by flag name: what overrides a saved model's
+    record (`SavedModel.choose`)."""
+    values = {**config.task.as_dict(), "predict_batch_size": config.training.predict_batch_size,
+              "mixed_precision": config.training.mixed_precision, "attention": config.training.attention,
+              "allow_unknown_tokens": config.allow_unknown_tokens}
+    return {name: value for name, value in values.items() if name in config.given}
+
+
+def predicting_with(config: BaselineConfig, chosen: Prediction) -> BaselineConfig:
+    """A predict-only run's configuration under the settings `SavedModel.choose` settled."""
+    training = dataclasses.replace(config.training, predict_batch_size=chosen.batch_size,
+                                   mixed_precision=chosen.precision, attention=chosen.attention)
+    return dataclasses.replace(config, task=chosen.settings, training=training,
+                               allow_unknown_tokens=chosen.allow_unknown_tokens)
 
 
 @dataclass
@@ -123,7 +160,7 @@ class BaselineRun:
 
     task: BaselineTask
     config: BaselineConfig
-    settings: TaskSettings  # the config's, or for a predict-only run those the model was trained with
+    settings: TaskSettings  # the config's (for a predict-only run, as `SavedModel.choose` settled them)
     output: Path
     accelerator: Any
     record: RunRecord  # what run_info.json will hold
@@ -131,8 +168,8 @@ class BaselineRun:
     token_types: bool = True
     signature: str = ""
     previous: RunRecord | None = None  # the record OUTPUT_DIR held before this run started (checked)
-    model_record: dict[str, Any] = field(default_factory=dict)  # what the model's config.json records (checked)
-    allow_unknown_tokens: bool = False  # the flag's, or for a predict-only run what the model was trained with
+    saved: SavedModel = field(default_factory=lambda: SavedModel(None))  # the model's record (checked)
+    allow_unknown_tokens: bool = False  # the config's, as `settings`
     predict_batch_size: int = 32  # the same
     attention: str = "padded"  # the attention path --attention resolved to on this device (`resolve_attention`)
     graphs: bool = False  # whether --cuda_graphs resolved to on for this device and path (`resolve_graphs`)
@@ -151,8 +188,7 @@ class BaselineRun:
 
     @property
     def predictor(self) -> TaskPredictor:
-        """The run's task predictor: its windows, padding, prediction loop and decoding, under its settings (those of
-        the model for a predict-only run, settled by `check_model`)."""
+        """The run's task predictor: its windows, padding, prediction loop and decoding, under its settings."""
         return TaskPredictor.of_run(self.task.spec, self.tokenizer, self.settings, self.token_types, self.accelerator,
                                     self.predict_batch_size, self.buckets)
 
@@ -216,21 +252,6 @@ def features_key(run: BaselineRun, dataset: Dataset, is_training: bool) -> str:
     return cache_key(run.tokenizer, settings, dataset.path)
 
 
-def predict_only_settings(task: BaselineTask, flags: TaskSettings, record: dict[str, Any], where: str,
-                          given: frozenset[str]) -> TaskSettings:
-    """The settings a predict-only run uses: the fine-tuned model's recorded ones, except those the command
-    line gives explicitly; the flags' when the model records none (a model that was never fine-tuned here)."""
-    if "settings" not in record:
-        return flags
-    recorded = task.spec.settings_from_record(record["settings"], where)
-    chosen = {name: getattr(flags if name in given else recorded, name) for name in recorded.as_dict()}
-    differing = [f"{name} {getattr(recorded, name)}" for name in sorted(given & set(chosen))
-                 if chosen[name] != getattr(recorded, name)]
-    if differing:
-        logger.info(f"predicting with settings other than the model was trained with (its {', '.join(differing)})")
-    return TaskSettings(**chosen)
-
-
 def predict_destination(run: BaselineRun) -> Path:
     """Where predictions and the run record go: OUTPUT_DIR, or OUTPUT_DIR/predict-only for a predict-only run
     into a training run's folder, whose record and predictions are kept (it says so)."""
@@ -283,37 +304,16 @@ def previous_record(folder: Path, overwrite: bool, whole: bool = True) -> RunRec
         return None
 
 
-def model_record(source: ModelSource) -> dict[str, Any]:
-    """What a fine-tuned folder's config.json records about the run that trained it ({} for a model never fine-tuned
-    here); one line naming the file when the record is not an object or was written by a newer expmrc."""
-    record = getattr(source.config, "expmrc", None)
-    if record is None:
-        return {}
-    where = f"{source.name}/config.json"
-    if not isinstance(record, dict):
-        raise ExpmrcError(f"{where}: the `expmrc` record is {json_kind(record)}, not an object")
-    check_schema(record, where)
-    return record
-
-
 def check_model(run: BaselineRun, source: ModelSource, train_set: Dataset | None) -> None:
-    """Settle what depends on the model's record before anything is written: the record itself, the settings a
-    predict-only run takes from it (those the command line does not give), and whether training would replace a
-    finished run's model trained with other settings."""
-    config, record, given = run.config, model_record(source), run.config.given
-    run.model_record, run.tokenizer = record, source.tokenizer
+    """Settle what depends on the model before anything is written: its tokenizer, and whether training would
+    replace a finished run's model trained with other settings."""
+    run.tokenizer = source.tokenizer
     run.token_types = uses_token_types(source.tokenizer, source.config)
-    if not config.do_train:  # a saved model predicts with what it was trained with
-        run.settings = predict_only_settings(run.task, config.task, record, f"{source.name}/config.json", given)
-        if "allow_unknown_tokens" not in given and isinstance(record.get("allow_unknown_tokens"), bool):
-            run.allow_unknown_tokens = record["allow_unknown_tokens"]
-        batch = record.get("predict_batch_size")
-        if "predict_batch_size" not in given and isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
-            run.predict_batch_size = batch
-        if run.graphs and record.get("graph_buckets") is not None:  # predicted as its graphed run predicted
-            run.buckets = BucketPlan.from_record(record["graph_buckets"], f"{source.name}/config.json")
+    record = run.saved.record
+    if not run.config.do_train and run.graphs and record.get("graph_buckets") is not None:
+        run.buckets = BucketPlan.from_record(record["graph_buckets"], run.saved.where)  # as its graphed run predicted
     if train_set is not None:
-        run.signature = training_signature(config, features_key(run, train_set, True))
+        run.signature = training_signature(run.config, features_key(run, train_set, True))
         refuse_other_settings(run, run.output / MODEL_DIR)
 
 
@@ -326,12 +326,22 @@ def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[BaselineRun, 
         if config.do_train else None
     predict_set = load_dataset(paths.predict_file or "", kind=task.kind, fallback=config.task_name) \
         if config.do_predict else None
+    if paths.model_name_or_path:  # a folder that is not there, or damaged: before the run says or makes anything
+        check_model_folder(paths.model_name_or_path)
     output = check_outputs(paths)
     previous = previous_record(output, config.overwrite_output_dir)
     if config.select_and_forget and config.do_predict and not config.do_train:
         answerer_folder(output)
-    accelerator = make_accelerator(config.training, use_tpu=config.use_tpu)
+    saved = saved_model(config, output / MODEL_DIR)
+    notes: tuple[str, ...] = ()
+    if not config.do_train:  # a saved model predicts with what it was trained with (`SavedModel.choose`)
+        chosen = saved.choose(task.spec, given_prediction(config), run_device(config.use_tpu))
+        config, notes = predicting_with(config, chosen), chosen.notes
+    accelerator = make_accelerator(config.training, config.use_tpu, None if config.report_to == "none"
+                                   else config.report_to, str(output))
     setup_logging(accelerator.is_local_main_process)
+    for note in notes:
+        logger.info(note)
     if config.ignored:
         logger.info(f"ignored (original TPU-era flags, not needed here): {' '.join(config.ignored)}")
     info: dict[str, Any] = {"task": task.kind, "task_name": config.task_name,
@@ -343,7 +353,7 @@ def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[BaselineRun, 
                             **config.recorded()}
     record = RunRecord("baseline", info, environment=Environment.here(accelerator.device.type),
                        command=list(config.command))
-    run = BaselineRun(task, config, config.task, output, accelerator, record, previous=previous,
+    run = BaselineRun(task, config, config.task, output, accelerator, record, previous=previous, saved=saved,
                       allow_unknown_tokens=config.allow_unknown_tokens,
                       predict_batch_size=config.training.predict_batch_size)
     run.attention, info["attention"] = attention_path(config.training, accelerator)
@@ -375,7 +385,7 @@ def load_model(run: BaselineRun, source: ModelSource) -> Any:
     model, report = load_task_model(run.task.model_class, source, config.loss)
     run.configured(model)
     logger.info(f"model {source.name} ({type(model.base_model).__name__}): {report.summary()}")
-    record, info = run.model_record, run.info
+    record, info = run.saved.record, run.info
     if not config.do_train:  # predictions of a fine-tuned model are recorded under the settings that trained it
         for key in ("loss_lambda", "rand_seed", *COUPLING_KEYS):
             info[key] = record.get(key, info[key])
@@ -397,9 +407,9 @@ def saved_record(run: BaselineRun, source: ModelSource) -> dict[str, Any]:
     config = run.config
     return {"schema": SCHEMA, "task": run.task.kind, "rand_seed": config.training.seed, "base_model": source.name,
             **config.loss.as_dict(), "select_and_forget": config.select_and_forget, "settings": run.settings.as_dict(),
-            "mixed_precision": run.accelerator.mixed_precision, "predict_batch_size": run.predict_batch_size,
-            "allow_unknown_tokens": run.allow_unknown_tokens, "training_signature": run.signature,
-            "graph_buckets": run.buckets.as_dict() if run.buckets else None}
+            "mixed_precision": run.accelerator.mixed_precision, "attention": run.info["attention"]["path"],
+            "predict_batch_size": run.predict_batch_size, "allow_unknown_tokens": run.allow_unknown_tokens,
+            "training_signature": run.signature, "graph_buckets": run.buckets.as_dict() if run.buckets else None}
 
 
 def train_phase(run: BaselineRun, model: Any, train_set: Dataset, source: ModelSource) -> Any:
@@ -489,7 +499,9 @@ def predict_phase(run: BaselineRun, model: Any, predict_set: Dataset, forget: Se
             write_predictions(str(destination), predictions, nbest)
         logger.info(f"wrote {len(predictions)} predictions to {destination / PREDICTIONS_FILE}")
         with run.phases.phase("scoring"):
-            log_scores(predict_set, predictions)
+            scores = log_scores(predict_set, predictions)
+        if scores:
+            log_dev_scores(run.accelerator, scores, run.info["global_step"])
 
 
 def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
@@ -506,20 +518,26 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
     destination = predict_destination(run)
     if destination != run.output:
         previous_record(destination, run.config.overwrite_output_dir, whole=False)
+    check_tracker_dir(run.config.report_to, destination)
     if run.main:  # every refusal came before this first write
         destination.mkdir(parents=True, exist_ok=True)
-    with recorded_run(str(destination), run.record, run.main,
-                      lambda: max(checkpoint_steps(run.config.paths.output_dir), default=0)):
-        forget = select_forget(run) if run.config.select_and_forget else None
-        answerer = None
-        if train_set is not None:
-            model = train_phase(run, model, train_set, source)
-            if forget is not None:  # the answerer phase: docs/coupling.md, expmrc/training/select_forget.py
-                answerer = answerer_phase(run, forget, model, train_set, source)
-        if predict_set is not None:
-            predict_phase(run, model, predict_set, forget, answerer, destination)
-        run.accelerator.wait_for_everyone()
-        record_phases(run)
+    begin_curves(run, train_set is not None, destination)
+    try:
+        with recorded_run(str(destination), run.record, run.main,
+                          lambda: max(checkpoint_steps(run.config.paths.output_dir), default=0)):
+            forget = select_forget(run) if run.config.select_and_forget else None
+            answerer = None
+            if train_set is not None:
+                model = train_phase(run, model, train_set, source)
+                if forget is not None:  # the answerer phase: docs/coupling.md, expmrc/training/select_forget.py
+                    answerer = answerer_phase(run, forget, model, train_set, source)
+            if predict_set is not None:
+                predict_phase(run, model, predict_set, forget, answerer, destination)
+            run.accelerator.wait_for_everyone()
+            record_phases(run)
+    finally:
+        if run.config.report_to != "none":
+            run.accelerator.end_training()
     return 0
 
 
@@ -532,13 +550,25 @@ def record_phases(run: BaselineRun) -> None:
                 + ", ".join(f"{name.replace('_', ' ')} {seconds:.1f} s" for name, seconds in outside.items()))
 
 
-def log_scores(dataset: Dataset, predictions: dict[str, dict[str, Any]]) -> None:
-    """Log the leaderboard's figures for the predictions (the predict file carries gold answers)."""
+def begin_curves(run: BaselineRun, trains: bool, destination: Path) -> None:
+    """Start the run's tracker (--report_to), named by the run's folder: a run that trains hides the TensorBoard
+    events an interrupted run wrote after the checkpoint it resumes from (`expmrc.training.curves`)."""
+    purge = None
+    if trains and not already_trained(run.output / MODEL_DIR, run.signature):
+        purge = max(checkpoint_steps(run.config.paths.output_dir), default=0) + 1
+    start_curves(run.accelerator, run.config.report_to, destination, str(destination), run.config.flags, purge)
+
+
+def log_scores(dataset: Dataset, predictions: dict[str, dict[str, Any]]) -> dict[str, float] | None:
+    """Log the leaderboard's figures for the predictions (the predict file carries gold answers) and return them
+    (answer, evidence, overall), or None where they cannot be computed."""
     try:
         report = score(dataset, predictions)
+        official = report.official()
     except ExpmrcError as exc:  # e.g. no NLTK data: the predictions are written, only the score is missing
         logger.warning(f"not scored: {exc}")
-        return
-    official = report.official()
+        return None
     logger.info(f"{dataset.path}: answer F1 {official['ANS_F1']}, evidence F1 {official['EVI_F1']}, "
                 f"overall {official['ALL_F1']} ({official['TOTAL']} questions)")
+    return {name: float(official[key]) for name, key in (("answer", "ANS_F1"), ("evidence", "EVI_F1"),
+                                                          ("overall", "ALL_F1"))}

@@ -55,6 +55,7 @@ class BaselineConfig:
     allow_unknown_tokens: bool = False
     keep_final_checkpoints: bool = False
     use_tpu: bool = False
+    report_to: str = "none"  # the tracker of the training curves (`expmrc.training.curves`), or none
     flags: dict[str, Any] = field(default_factory=dict)  # every flag's value by name, as run_info.json records them
     given: frozenset[str] = frozenset()  # the flags the command line gives explicitly
     ignored: tuple[str, ...] = ()  # `--name=value` of original TPU-era flags given, logged as ignored

@@ -25,6 +25,7 @@ from expmrc.models.heads import COUPLING_DEFAULTS, LossSettings
 from expmrc.models.unpadded import ATTENTION_MODES
 from expmrc.tasks import TASKS, TaskSettings
 from expmrc.training.config import BaselineConfig, Paths
+from expmrc.training.curves import REPORT_TO, check_report_to
 from expmrc.training.graphs import GRAPH_MODES
 from expmrc.training.loop import COMPILE_MODES, TrainConfig, default_buckets
 
@@ -215,6 +216,11 @@ def _bookkeeping_flags(parser: argparse.ArgumentParser, train: TrainConfig) -> N
                       help="checkpoints kept in OUTPUT_DIR/checkpoints")
     runs.add_argument("--logging_steps", type=int, default=train.logging_steps,
                       help="log loss and learning rate every N steps")
+    runs.add_argument("--report_to", choices=REPORT_TO, default="none",
+                      help="also draw the training curves (the loss and its parts L_A, L_E and J, lambda, the learning "
+                           "rate, throughput, then the dev scores) in TensorBoard (OUTPUT_DIR/tensorboard: "
+                           "`tensorboard --logdir` a sweep's root shows its runs side by side), Weights & Biases or "
+                           "MLflow, named by the output folder (default none)")
 
 
 def _coupling_flags(parser: argparse.ArgumentParser) -> None:
@@ -312,5 +318,5 @@ def parse_config(task: str, parser: argparse.ArgumentParser, argv: list[str] | N
     return BaselineConfig(task, args.task_name, paths, settings, train, loss, args.do_train, args.do_predict,
                           args.do_lower_case, args.select_and_forget, args.overwrite_output_dir,
                           args.allow_unknown_tokens, args.keep_final_checkpoints, args.use_tpu,
-                          flags=flag_values(args), given=given_flags(words), ignored=tuple(ignored_flags(args)),
+                          check_report_to(args.report_to), flags=flag_values(args), given=given_flags(words), ignored=tuple(ignored_flags(args)),
                           command=(parser.prog if argv is not None else sys.argv[0], *words))

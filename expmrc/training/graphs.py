@@ -12,8 +12,8 @@ What a graphed run does differently from the eager loop (`expmrc.training.loop`)
   (accumulation), each pass is a graph and the update another. Before a key is captured its step runs eagerly
   (its warm-up, a real step), and so do the run's first `WARMUP_STEPS` steps (the optimizer's state, kernels'
   lazy set-up).
-- **Nothing read back.** Inputs are copied into the graph's static tensors without waiting; the loss lands in a
-  tensor the loop sums on the device (`LossWindow`), read at log lines and checkpoints only. Clipping uses
+- **Nothing read back.** Inputs are copied into the graph's static tensors without waiting; the loss (then its
+  parts, as an eager step logs them) lands in a tensor the loop sums on the device (`LossWindow`), read at log lines and checkpoints only. Clipping uses
   torch's norm and multiply kernels (no branch on the norm); AdamW is fused and capturable, its step counts on the
   device; the learning rate lives in a device tensor the captured AdamW reads and the schedule writes between
   steps (`LambdaLR` fills tensor learning rates in place: one kernel, no read). Dropout draws from the CUDA
@@ -96,9 +96,10 @@ class StaticStep:
     host_lengths: tuple[int, ...] | None = None
 
     @classmethod
-    def of(cls, batch: dict[str, torch.Tensor], device: torch.device, scale: float) -> StaticStep:
+    def of(cls, batch: dict[str, torch.Tensor], device: torch.device, scale: float, parts: int) -> StaticStep:
+        """Static inputs shaped as `batch` and a loss holding the loss then its `parts` (a scalar without any)."""
         inputs = {k: torch.empty_like(v, device=device) for k, v in batch.items()}
-        return cls(inputs, torch.zeros((), device=device), scale)
+        return cls(inputs, torch.zeros((1 + parts,) if parts else (), device=device), scale)
 
     def load(self, batch: dict[str, torch.Tensor]) -> None:
         """Copy a host batch into the static inputs (from pinned memory, without waiting, on CUDA)."""
@@ -202,14 +203,15 @@ class GraphedSteps:
 
     def step(self, pieces: list[list[int]]) -> torch.Tensor:
         """One optimizer step over this process's forward passes; returns its loss on the device (not read)."""
-        total = torch.zeros((), device=self.loss_device)
+        parts = len(getattr(self.model, "loss_parts", ()))
+        total = torch.zeros((1 + parts,) if parts else (), device=self.loss_device)
         try:
             alone = len(pieces) == 1
             for piece in pieces:
                 batch = self.data.batch(piece)
                 key = ("step" if alone else "pass", len(piece), int(batch["pack_index"].shape[0]))
                 static = self.statics.get(key) or self.statics.setdefault(
-                    key, StaticStep.of(batch, self.loss_device, len(piece) / self.micro / self.accumulation))
+                    key, StaticStep.of(batch, self.loss_device, len(piece) / self.micro / self.accumulation, parts))
                 static.load(batch)
                 self.run(key, partial(self.forward_backward, static, alone))
                 total += static.loss
@@ -236,9 +238,10 @@ class GraphedSteps:
     def forward_backward(self, static: StaticStep, update: bool) -> None:
         """A forward pass and its backward on the static inputs, its loss written to the static loss; the update after
         it when the step has this one pass."""
-        loss = self.model(**static.arguments())["loss"] * static.scale
+        out = self.model(**static.arguments())
+        loss = out["loss"] * static.scale
         loss.backward()
-        static.loss.copy_(loss.detach().float())
+        static.loss.copy_(logged_loss(out, loss, static.scale))
         if update:
             self.update()
 
@@ -292,3 +295,11 @@ def graphed_steps(model: Any, optimizer: Any, scheduler: Any, dataset: Batches,
                          BucketedWindows(cast(WindowDataset, dataset), plan), micro, accumulation, max_grad_norm)
     steps.padding = round(float(1 - counts.sum() / padded), 6)
     return steps
+
+
+def logged_loss(out: dict[str, torch.Tensor], loss: torch.Tensor, weight: float) -> torch.Tensor:
+    """What a forward pass adds to its step's logged loss: its weighted loss (detached), followed by its unweighted
+    parts (a task model's `loss_parts`) under the same weight; the loss alone for a model that returns no parts."""
+    total = loss.detach().float()
+    parts = out.get("loss_parts")
+    return total if parts is None else torch.cat([total.reshape(1), parts.detach().float() * weight])

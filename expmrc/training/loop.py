@@ -17,8 +17,9 @@ an uninterrupted run reaches. A checkpoint written with other settings is refuse
 A dataset is anything with `len()` and `batch(indices) -> dict of tensors` (`features.windows.WindowDataset`),
 and optionally `lengths()`, the padded cost of each item, for length grouping and sorted prediction.
 
-Precision: `auto` resolves to bf16 autocast on GPUs that support it (fp16 with loss scaling on older
-ones) and on TPUs, and to FP32 on CPU; FP32 matmuls on GPUs use TF32 unless `tf32` is False.
+Precision (`expmrc.inference.saved.resolve_precision`): `auto` resolves to bf16 autocast on GPUs that support it
+(fp16 with loss scaling on older ones) and on TPUs, and to FP32 on CPU; FP32 matmuls on GPUs use TF32 unless `tf32`
+is False.
 
 With `cuda_graphs` on (auto: one CUDA GPU, bf16, the unpadded path) a step is not launched kernel by kernel: it is
 replayed from the CUDA graph of its token bucket (`expmrc.training.graphs`), planned here from the run's batches.
@@ -49,8 +50,10 @@ from expmrc.data.io import write_json_atomic
 from expmrc.data.runs import CHECKPOINT_DIR, CHECKPOINT_STATE, LOG_FILE
 from expmrc.errors import ExpmrcError
 from expmrc.inference.predictor import PREDICT_BATCH_SIZE, Batches, dataset_lengths, to_device
+from expmrc.inference.saved import resolve_precision
 from expmrc.models.unpadded import ATTENTION_MODES
-from expmrc.training.graphs import GRAPH_MODES, GraphedSteps, graphed_steps, plain_learning_rates, resolve_graphs
+from expmrc.training.graphs import (GRAPH_MODES, GraphedSteps, graphed_steps, logged_loss, plain_learning_rates,
+                                    resolve_graphs)
 
 logger = logging.getLogger(__name__)
 ADAM_EPSILON = 1e-6  # the original BERT optimizer's epsilon
@@ -58,7 +61,6 @@ MEGABATCH = 50  # global batches per length-sorted megabatch
 DEFAULT_BUCKETS = (128, 256, 384, 512)  # padded lengths of a compiled run (below --max_seq_length, then it)
 RECOMPILE_LIMIT = 64  # compiled shapes per model: buckets x the micro-batch sizes an out-of-memory retry tries
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-PRECISIONS = ("auto", "no", "fp16", "bf16")
 MAX_EPOCHS = 1000  # far beyond any fine-tuning run; larger values are typos (or inf)
 GRAPH_BUCKETS = 8  # token buckets of a graphed run: each one graph captured, fewer pad more (docs/benchmarks.md)
 
@@ -224,22 +226,21 @@ def device_name(device: torch.device) -> str:
     return f"CPU ({os.cpu_count()} cores)" if device.type == "cpu" else device.type
 
 
-def resolve_precision(requested: str, device: str) -> str:
-    """The autocast precision a run uses: `auto` -> bf16 on GPUs (fp16 where bf16 is unsupported) and TPUs,
-    no (FP32) elsewhere; fp16 on CPU is refused rather than silently run in FP32."""
-    if requested not in PRECISIONS:
-        raise ExpmrcError(f"--mixed_precision must be one of {', '.join(PRECISIONS)}, got {requested!r}")
-    if requested == "auto":
-        if device == "cuda":
-            return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-        return "bf16" if device == "xla" else "no"
-    if requested == "fp16" and device == "cpu":
-        raise ExpmrcError("--mixed_precision fp16 needs a GPU; on CPU use no (FP32, what auto gives) or bf16")
-    return requested
+def cpu_only(use_tpu: bool = False) -> bool:
+    """Whether several processes share a machine without any accelerator (they run on CPUs, joined by gloo)."""
+    return (not use_tpu and int(os.environ.get("WORLD_SIZE", "1")) > 1
+            and not (hasattr(torch, "accelerator") and torch.accelerator.is_available()))
 
 
-def make_accelerator(config: TrainConfig, use_tpu: bool = False) -> Accelerator:
-    """The run's Accelerator (the only device layer), with every RNG seeded by `config.seed`.
+def run_device(use_tpu: bool = False) -> str:
+    """The kind of device the run's Accelerator will take (`device_kind`), known before it is made."""
+    return device_kind(use_tpu, cpu_only(use_tpu))
+
+
+def make_accelerator(config: TrainConfig, use_tpu: bool = False, log_with: str | None = None,
+                     project_dir: str | None = None) -> Accelerator:
+    """The run's Accelerator (the only device layer), with every RNG seeded by `config.seed`, and the tracker of
+    the run's training curves (`log_with`, writing under `project_dir`; `expmrc.training.curves`) where one is asked.
 
     Seeding here, before any model is built, makes task heads start identically on every process
     and in every rerun. `use_tpu` (the original flag) requires torch_xla, which accelerate then uses.
@@ -251,15 +252,14 @@ def make_accelerator(config: TrainConfig, use_tpu: bool = False) -> Accelerator:
             import torch_xla  # noqa: F401  (accelerate picks the XLA device when it is importable)
         except ImportError:
             raise ExpmrcError("--use_tpu True needs torch_xla (pip install torch_xla on the TPU VM)") from None
-    cpu_only = (not use_tpu and int(os.environ.get("WORLD_SIZE", "1")) > 1
-                and not (hasattr(torch, "accelerator") and torch.accelerator.is_available()))
-    device = device_kind(use_tpu, cpu_only)
+    device = run_device(use_tpu)
     precision = resolve_precision(config.mixed_precision, device)
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = config.tf32
         torch.backends.cudnn.allow_tf32 = config.tf32
     try:
-        accelerator = Accelerator(mixed_precision=precision, step_scheduler_with_optimizer=False, cpu=cpu_only)
+        accelerator = Accelerator(mixed_precision=precision, step_scheduler_with_optimizer=False,
+                                  cpu=cpu_only(use_tpu), log_with=log_with, project_dir=project_dir)
     except (ValueError, RuntimeError) as exc:
         raise ExpmrcError(f"--mixed_precision {precision} is not available here: {exc}") from None
     set_seed(config.seed)
@@ -362,19 +362,22 @@ def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[s
     return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
 
 
-def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, accelerator: Accelerator) -> TrainResult:
+def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, accelerator: Accelerator,
+          curve: str = "train") -> TrainResult:
     """Train `model` (whose forward returns a dict with `loss`) in place, resuming from the newest checkpoint.
 
     A loss that stops being finite ends the run with one line naming the step (no checkpoint is written
     from such weights). Nothing is read back from the device between log lines and checkpoints, so the
-    host queues the next steps' work while the device runs.
+    host queues the next steps' work while the device runs. Log lines go to the run's tracker too, under
+    `curve` (`LossWindow.flush`).
     """
+    curves = LossCurves(curve, tuple(getattr(model, "loss_parts", ())), getattr(model, "loss_lambda", None))
     run = prepare_training(model, dataset, config, accelerator)
     run.model.train()
     Path(config.output_dir).mkdir(parents=True, exist_ok=True)
     bar = tqdm(total=run.total, initial=run.start, desc="training", unit="step",
                disable=not accelerator.is_local_main_process, dynamic_ncols=True)
-    window = LossWindow(torch.zeros((), device=accelerator.device))
+    window = LossWindow(torch.zeros((), device=accelerator.device), curves=curves)
     checkpoint_seconds = 0.0
     began = time.perf_counter()
     try:
@@ -561,14 +564,34 @@ def run_step(run: PreparedRun, step: int, config: TrainConfig, accelerator: Acce
     return loss
 
 
+@dataclass(frozen=True)
+class LossCurves:
+    """What a log line reports besides the loss: the names of the parts a model's training forward returns
+    (`loss_parts`, after the loss in each step's vector), λ where the model has one, and the tracker's prefix."""
+
+    prefix: str = "train"
+    parts: tuple[str, ...] = ()
+    loss_lambda: float | None = None
+
+    def values(self, means: list[float], learning_rate: float, examples_per_second: float) -> dict[str, float]:
+        """One log line's figures by name: the loss, its parts, λ, the learning rate and the throughput."""
+        found = {"loss": means[0], **dict(zip(self.parts, means[1:]))}
+        if self.loss_lambda is not None:
+            found["lambda"] = float(self.loss_lambda)
+        return {**found, "learning_rate": learning_rate, "examples_per_second": examples_per_second}
+
+
 @dataclass
 class LossWindow:
-    """The summed loss since the last log line and the first step whose loss was not finite, both kept on the
-    device and read only at log lines and checkpoints (a read waits for the device)."""
+    """The summed loss (and its parts: `train_step`'s vector) since the last log line and the first step whose loss
+    was not finite, both kept on the device and read only at log lines and checkpoints (a read waits for the
+    device)."""
 
     summed: torch.Tensor
     steps: int = 0
     last_loss: float | None = None
+    curves: LossCurves = field(default_factory=LossCurves)
+    began: float = field(default_factory=time.perf_counter)  # when the window opened, for its throughput
     first_bad: torch.Tensor = field(init=False)  # the first step with a non-finite loss, -1 while none
     bad_loss: torch.Tensor = field(init=False)  # the loss of the latest step, frozen at the first bad one
 
@@ -577,12 +600,14 @@ class LossWindow:
         self.bad_loss = torch.zeros((), device=self.summed.device)
 
     def add(self, loss: torch.Tensor, step: int) -> None:
-        """Add step `step`'s loss, noting the step when it is the first that is not finite (no device read)."""
-        self.summed += loss
+        """Add step `step`'s loss (a scalar, or the loss then its parts), noting the step when it is the first that
+        is not finite (no device read)."""
+        self.summed = self.summed + loss
         self.steps += 1
+        total = loss.reshape(-1)[0]
         open_ = self.first_bad < 0
-        self.bad_loss = torch.where(open_, loss.float(), self.bad_loss)
-        self.first_bad.masked_fill_(open_ & ~torch.isfinite(loss), step)
+        self.bad_loss = torch.where(open_, total.float(), self.bad_loss)
+        self.first_bad.masked_fill_(open_ & ~torch.isfinite(total), step)
 
     def check_finite(self, accelerator: Accelerator) -> None:
         """One line naming the first step, on any process, whose loss was not finite."""
@@ -595,14 +620,20 @@ class LossWindow:
 
     def flush(self, done: int, total: int, bar: Any, config: TrainConfig, accelerator: Accelerator,
               scheduler: Any) -> None:
-        """The window's mean loss (over processes too) on the bar and, from the main process, in the log."""
+        """The window's mean loss (over processes too) on the bar and, from the main process, in the log, with its
+        parts, λ, the learning rate and the throughput in train_log.jsonl and the run's tracker (`LossCurves`)."""
         self.check_finite(accelerator)
-        self.last_loss = float(accelerator.reduce(self.summed, "mean")) / self.steps
+        means = [value / self.steps for value in accelerator.reduce(self.summed, "mean").reshape(-1).tolist()]
+        self.last_loss = means[0]
         bar.set_postfix(loss=f"{self.last_loss:.4f}")
-        if accelerator.is_main_process:  # a graphed run's learning rate is a device tensor
-            log_step(config.output_dir, done, total, self.last_loss, float(scheduler.get_last_lr()[0]))
-        self.summed.zero_()
-        self.steps = 0
+        now = time.perf_counter()
+        rate = self.steps * config.train_batch_size / (now - self.began) if now > self.began else 0.0
+        values = self.curves.values(means, float(scheduler.get_last_lr()[0]), rate)  # graphed: a tensor
+        if accelerator.is_main_process:
+            log_step(config.output_dir, done, total, values)
+        accelerator.log({f"{self.curves.prefix}/{name}": value for name, value in values.items()}, step=done)
+        self.summed = torch.zeros((), device=self.summed.device)
+        self.steps, self.began = 0, now
 
 
 def smaller_chunk(chunk: int, config: TrainConfig, accelerator: Accelerator, optimizer: Any) -> int:
@@ -644,8 +675,9 @@ def train_step(model: Any, dataset: Batches, pieces: list[list[int]], optimizer:
     """One optimizer step over this process's forward passes (`step_pieces`), gradients synced on the last one.
 
     Each pass's mean loss is weighted by its share of the micro-batch, so the step's gradient does not
-    depend on how the micro-batch was cut. Returns this process's share of the step's mean loss (detached),
-    without reading it back from the device. Clipping uses the library's per-device (`foreach`) kernels on GPUs.
+    depend on how the micro-batch was cut. Returns this process's share of the step's mean loss (detached), followed
+    by its parts where the model returns them (`logged_loss`), without reading it back from the device. Clipping uses
+    the library's per-device (`foreach`) kernels on GPUs.
     """
     accumulation = config.gradient_accumulation_steps
     micro = config.train_batch_size // (accelerator.num_processes * accumulation)
@@ -657,9 +689,10 @@ def train_step(model: Any, dataset: Batches, pieces: list[list[int]], optimizer:
         if graphs:
             torch.compiler.cudagraph_mark_step_begin()
         with nullcontext() if k == len(pieces) - 1 else accelerator.no_sync(model):
-            loss = model(**batch)["loss"] * (len(piece) / micro) / accumulation
+            out = model(**batch)
+            loss = out["loss"] * (len(piece) / micro) / accumulation
             accelerator.backward(loss)
-        step_loss += loss.detach().float()
+        step_loss = step_loss + logged_loss(out, loss, len(piece) / micro / accumulation)
     if config.max_grad_norm > 0:
         accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
     optimizer.step()
@@ -668,11 +701,14 @@ def train_step(model: Any, dataset: Batches, pieces: list[list[int]], optimizer:
     return step_loss
 
 
-def log_step(output_dir: str, step: int, total: int, loss: float, learning_rate: float) -> None:
-    """Log a loss line and append it to OUTPUT_DIR/train_log.jsonl."""
-    logger.info(f"step {step}/{total}: loss {loss:.4f}, learning rate {learning_rate:.3g}")
+def log_step(output_dir: str, step: int, total: int, values: dict[str, float]) -> None:
+    """Log a loss line and append it, with the loss's parts, λ, the learning rate and the throughput, to
+    OUTPUT_DIR/train_log.jsonl."""
+    logger.info(f"step {step}/{total}: loss {values['loss']:.4f}, learning rate {values['learning_rate']:.3g}")
+    rounded = {name: value if name == "learning_rate" else round(value, 1 if name == "examples_per_second" else 6)
+               for name, value in values.items()}  # the learning rate as the schedule gives it
     with open(Path(output_dir) / LOG_FILE, "a", encoding="utf-8") as log:
-        log.write(json.dumps({"step": step, "loss": round(loss, 6), "learning_rate": learning_rate}) + "\n")
+        log.write(json.dumps({"step": step, **rounded}) + "\n")
 
 
 # ---- checkpoints ---------------------------------------------------------------------------------

@@ -161,7 +161,8 @@ class SelectAndForget:
         model = new_model()
         table = self.predictor.features(questions, is_training=True)[0]
         answer_config = dataclasses.replace(config, output_dir=str(self.output_dir / ANSWERER_RUN_DIR))
-        result = train(model, self.predictor.windows(table, with_labels=True), answer_config, self.accelerator)
+        result = train(model, self.predictor.windows(table, with_labels=True), answer_config, self.accelerator,
+                       curve="answerer")
         return self.accelerator.unwrap_model(model), result
 
     def answer(self, answerer: Any, questions: Sequence[Question], predictions: dict[str, dict[str, Any]],

@@ -34,7 +34,8 @@ def close_stdout() -> None:
 
 
 @pytest.mark.parametrize("where", ["full device", "closed"])
-@pytest.mark.parametrize("command", [["lm-eval-path"], ["evaluate", "DATA", "PRED"]], ids=["lm-eval-path", "evaluate"])
+@pytest.mark.parametrize("command", [["lm-eval-path"], ["evaluate", "DATA", "PRED"], ["--version"], ["evaluate", "--help"]],
+                         ids=["lm-eval-path", "evaluate", "version", "help"])
 def test_stdout_on_a_full_device_or_closed_is_one_line_and_exit_2(tmp_path, where, command):
     dataset, submission = tmp_path / "dev.json", tmp_path / "pred.json"
     dataset.write_text(json.dumps(SPAN_DATA), encoding="utf-8")

@@ -158,7 +158,7 @@ def test_a_command_reaching_another_and_a_second_importer_of_the_run_are_caught(
 
 # docs/design.md: metrics/ is tested with the scorer, in tests/scoring/; these folders cross the floors
 TESTED_WITH = {"metrics": "scoring"}
-ACROSS = {"fuzz", "benchmarks", "helpers", "fixtures"}
+ACROSS = {"fuzz", "contract", "benchmarks", "helpers", "fixtures"}
 
 
 def test_the_tests_have_a_folder_per_floor():

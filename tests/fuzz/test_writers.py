@@ -173,3 +173,24 @@ def test_dev_stdout_redirected_to_a_file_keeps_everything_written(pair, tmp_path
     assert out.returncode == 0, out.stderr
     text = captured.read_text()
     assert '"id": "q1"' in text and '"signature"' in text
+
+
+def test_several_outputs_are_written_all_or_none(tmp_path):
+    first, second = tmp_path / "a.json", tmp_path / "b.jsonl"
+    first.write_text("old a\n", encoding="utf-8")
+    with pytest.raises(ExpmrcError, match="/dev/full: cannot write: No space left on device"):
+        io.write_texts_atomic([(str(first), "new a\n"), ("/dev/full", "x\n")])
+    assert first.read_text(encoding="utf-8") == "old a\n" and files_under(tmp_path) == {"a.json"}
+    io.write_texts_atomic([(str(first), "new a\n"), (str(second), "new b\n")])
+    assert first.read_text(encoding="utf-8") == "new a\n" and second.read_text(encoding="utf-8") == "new b\n"
+    assert files_under(tmp_path) == {"a.json", "b.jsonl"}
+
+
+def test_one_file_for_two_outputs_is_refused_however_named(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f.json").write_text("{}", encoding="utf-8")
+    os.link(tmp_path / "f.json", tmp_path / "hard.json")
+    for other in ("f.json", "./f.json", str(tmp_path / "f.json"), "hard.json"):
+        with pytest.raises(ExpmrcError, match=f"{other}: given for both --output and --details"):
+            io.check_distinct_outputs({"--output": "f.json", "--details": other})
+    io.check_distinct_outputs({"--output": "f.json", "--details": "g.json", "--json": None})

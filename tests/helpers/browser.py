@@ -62,10 +62,11 @@ def _high_fd(fd: int) -> int:
 
 
 class Browser:
-    """One headless Chromium with one page (tab), closed by `close()` or on leaving a `with` block."""
+    """One headless Chromium with one page (tab), closed by `close()` or on leaving a `with` block. `mobile` lays pages
+    out as a phone's browser does (the page's viewport tag counts, and a page wider than the screen is zoomed out)."""
 
     def __init__(self, executable: str | None = None, width: int = 1280, height: int = 900,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, mobile: bool = False) -> None:
         executable = executable or find_browser()
         if executable is None:
             raise BrowserError(f"no Chromium found (looked for {', '.join(BROWSERS)}; or set EXPMRC_CHROMIUM)")
@@ -97,7 +98,7 @@ class Browser:
             for domain in ("Page", "Runtime", "Network"):
                 self.call(f"{domain}.enable", session=True)
             self.call("Emulation.setDeviceMetricsOverride",
-                      {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session=True)
+                      {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}, session=True)
         except BaseException:
             self.close()
             raise

@@ -43,7 +43,7 @@ def spacing(text: str, rng: random.Random) -> str:
     if is_chinese(text):
         return "".join(ch + (" " if rng.random() < 0.15 else "") for ch in text)
     text = re.sub(r"\s+", lambda m: m.group() * rng.choice((1, 1, 2)), text)
-    return re.sub(r"\s*([,.;:])", lambda m: (" " if rng.random() < 0.5 else "") + m.group(1), text)
+    return re.sub(r"\s*([,.;:])(?!\d)", lambda m: (" " if rng.random() < 0.5 else "") + m.group(1), text)
 
 
 def width(text: str, rng: random.Random) -> str:
@@ -65,7 +65,8 @@ def drop_words(text: str, rng: random.Random) -> str:
     return join(parts[:start] + parts[start + count:], chinese)
 
 
-_NEGATION_UNIT = re.compile(r"^(?:not|never|no|nor|none|nothing|neither|nobody|nowhere|without|[不没未无非别勿沒無別])$|n['’]t$",
+_NEGATION_UNIT = re.compile(r"^(?:not|never|no|nor|none|nothing|neither|nobody|nowhere|without|cannot|[不没未无非别勿沒無別])$|"
+                            r"n['’]t$",
                             re.IGNORECASE)
 
 
@@ -79,6 +80,11 @@ def ellipsis(text: str, rng: random.Random) -> str:
     start = rng.randrange(2, len(parts) - 2 - count + 1)
     while count > 1 and any(_NEGATION_UNIT.search(u) for u in parts[max(start, start + count - 2):start + count]):
         count -= 1
+    if any(_NEGATION_UNIT.search(u) for u in parts[max(start, start + count - 2):start + count]):
+        return text  # only a negation could be left out: an honest quote leaves it in
+    if chinese and any(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9,.]|[,.][0-9]", "".join(parts[k - 1:k + 1]))
+                       for k in (start, start + count)):
+        return text  # an honest ellipsis cuts no number or Latin word in two
     mark = rng.choice(("……", "…") if chinese else ("...", "…", " ... "))
     return join(parts[:start], chinese) + mark + join(parts[start + count:], chinese)
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import random
 import re
 
+from helpers.edge_quotes import (EDGE_FACT_KINDS, EDGE_HONEST_KINDS, PASSAGE_KINDS, SYNONYM, edge_fact_quote,
+                                 edge_honest_quote)
 from helpers.fact_quotes import fact_changed, form_only, rng_for
 from helpers.quotes import gold_cases, is_chinese
 
@@ -28,12 +30,24 @@ from helpers.quotes import gold_cases, is_chinese
 # so they are held out no longer: seed 2 one change of meaning accepted as verbatim (RACE+: two sentences found
 # apart, the whole quote changing a number), seed 3 another (RACE+: `You ca.` for `You can't.`, a match ending
 # inside a word ending in n't) and a marked ellipsis read as eliding a negation (SQuAD: `(...)` for
-# `(no compound)`). Seed 4 was run once, after the last change to the rules, for the figures of docs/grounding.md.
-TUNING_SEED, HELD_OUT_SEED = 0, 4
+# `(no compound)`). Seed 4 was run once, after issue 30's last change, for the figures of docs/grounding.md then.
+# Issue 38's rules (and the kinds of tests/helpers/edge_quotes.py) were tuned on seed 0, with seeds 1 and 2 as
+# further checks: seed 2 showed a quote ending in an ellipsis right after a cut number (`圣公会三[…]`) read as
+# cutting it (an ellipsis at either end now leaves that edge open), seed 1 a sentence's start set before the text
+# that precedes it in the passage taken for a speech tag moved first (only a short speech tag is, now); both also
+# showed faults of the generators (an honest ellipsis leaving out `cannot` or cutting `1,000`, spacing splitting
+# digit groups, a stitch whose join is passage text, one with no start), fixed there. Seed 4's figures were seen
+# already, so seed 5 was held out for issue 38 and run once: it showed one change of meaning accepted as verbatim
+# (C3: `同意：“…”` for `妇女不同意：“…”`, a framing starting right after a negation; the framing's start is now the
+# quote's outer edge) and one stitch whose join was passage text but for empty parentheses (`祭遵（），加封…`: a
+# fault of the generator, whose join test now skips punctuation). Both were fixed, so seed 6 is held out: run once,
+# after the last change, for docs/grounding.md.
+TUNING_SEED, HELD_OUT_SEED = 0, 6
 FACT_KINDS = ("number", "negation", "name", "antonym", "quantifier", "unit", "currency", "decimal", "zh-name",
-              "zh-swap", "elided-negation")
-HONEST_KINDS = ("verbatim", "numbered", "bulleted", "grouping", "marked parenthetical", "form")
+              "zh-swap", "elided-negation", *EDGE_FACT_KINDS)
+HONEST_KINDS = ("verbatim", "numbered", "bulleted", "grouping", "marked parenthetical", "form", *EDGE_HONEST_KINDS)
 SAYING_LESS = ("parenthetical",)  # honest, but not form: expected `reworded`
+SWAPPED = (SYNONYM,)  # ordinary words swapped: no form and no fact, expected `reworded` (never `altered`)
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -237,13 +251,15 @@ def listed(evidence: str, passage: str, end: int, numbered: bool, rng: random.Ra
 
 def grouping(evidence: str, rng: random.Random) -> str | None:
     """A number of five digits or more written with grouping commas, or one written with them without; half of the
-    time the quote ends right after it."""
+    time the quote ends right after it (when its sign or scale does not follow it)."""
+    from expmrc.text.facts import cuts_fact
+
     found = [(m, m.group().replace(",", "")) for m in _GROUPED.finditer(evidence)]
     found += [(m, f"{int(m.group()):,}") for m in _PLAIN.finditer(evidence)]
     if not found:
         return None
     m, new = rng.choice(found)
-    whole = not re.match(r"[\d.,一二三四五六七八九十百千万亿两]", evidence[m.end():m.end() + 1])  # the number ends there
+    whole = not cuts_fact(evidence, m.end(), True)  # the number, with its sign or scale, ends there
     end = m.end() if rng.random() < 0.5 and m.start() > 10 and whole else len(evidence)
     return evidence[:m.start()] + new + evidence[m.end():end]
 
@@ -267,25 +283,39 @@ def honest_quote(kind: str, evidence: str, passage: str, end: int, rng: random.R
 
 
 def rule_cases(dataset, seed: int) -> dict[str, list[tuple[str, str, str]]]:
-    """(question id, passage, quote) per kind (FACT_KINDS, HONEST_KINDS, SAYING_LESS), one per usable gold evidence
-    that allows the kind. A gold evidence whose edge cuts a number of its passage (`015年` of `2015年`, a fault of the
-    data: copied as it is, it changes the number) is left out."""
+    """(question id, passage, quote) per kind (FACT_KINDS, HONEST_KINDS, SAYING_LESS, SWAPPED), one per usable gold
+    evidence that allows the kind (one per passage for PASSAGE_KINDS, made from the passage's own text). A gold
+    evidence whose edge leaves part of a fact of its passage outside (`015年` of `2015年`, `3.2` of `3.2%`) or cuts a
+    word in two (`T` of `The`) is left out: a fault of the data (copied as it is, it changes the fact)."""
     from expmrc.data.datasets import passage_of
-    from expmrc.text.facts import cuts_fact
+    from expmrc.text.facts import cuts_fact, cuts_word
 
     cases = [(q, span) for q, span in gold_cases(dataset)
-             if not cuts_fact(passage_of(q), span[0], False) and not cuts_fact(passage_of(q), span[1], True)]
+             if not any(cuts_fact(passage_of(q), at, end) or cuts_word(passage_of(q), at)
+                        for at, end in ((span[0], False), (span[1], True)))]
     pool = "".join(sorted({c for q, span in cases for n in zh_names(q, passage_of(q)[span[0]:span[1]]) for c in n
                            if c != "·"})) or "明华国伟丽强军平芳敏"
-    out: dict[str, list[tuple[str, str, str]]] = {kind: [] for kind in FACT_KINDS + HONEST_KINDS + SAYING_LESS}
+    kinds = FACT_KINDS + HONEST_KINDS + SAYING_LESS + SWAPPED
+    out: dict[str, list[tuple[str, str, str]]] = {kind: [] for kind in kinds}
+    seen: set[str] = set()
     for k, (q, span) in enumerate(cases):
         passage = passage_of(q)
+        first_of_passage = passage not in seen
+        seen.add(passage)
         evidence = passage[span[0]:span[1]]
         others = [passage_of(cases[(k + j * 37) % len(cases)][0]) for j in range(1, 4)]
-        for kind in FACT_KINDS + HONEST_KINDS + SAYING_LESS:
+        for kind in kinds:
+            if kind in PASSAGE_KINDS and not first_of_passage:
+                continue
             rng = rng_for(q.qid, kind, seed)
-            quote = fact_quote(kind, q, evidence, passage, others, pool, rng) if kind in FACT_KINDS else \
-                honest_quote(kind, evidence, passage, span[1], rng)
+            if kind in EDGE_FACT_KINDS:
+                quote = edge_fact_quote(kind, evidence, passage, span, others, rng)
+            elif kind in EDGE_HONEST_KINDS + SWAPPED:
+                quote = edge_honest_quote(kind, evidence, passage, others, rng)
+            elif kind in FACT_KINDS:
+                quote = fact_quote(kind, q, evidence, passage, others, pool, rng)
+            else:
+                quote = honest_quote(kind, evidence, passage, span[1], rng)
             if quote is not None and not (kind in SAYING_LESS and quote in passage):
                 out[kind].append((q.qid, passage, quote))
     return out
@@ -304,8 +334,12 @@ def measure_rule(dataset, seed: int) -> dict[str, dict[str, object]]:
             found = ground_text(passage, quote)
             outcome = "verbatim" if found.status in VERBATIM else found.status
             counts[outcome] = counts.get(outcome, 0) + 1
-            bad = outcome == "verbatim" if kind in FACT_KINDS else outcome in (ALTERED, UNVERIFIED)
-            bad = bad or (kind == "parenthetical" and outcome == "verbatim")
+            if kind in FACT_KINDS:
+                bad = outcome == "verbatim"
+            elif kind in SWAPPED:
+                bad = outcome in ("verbatim", ALTERED)
+            else:
+                bad = outcome in (ALTERED, UNVERIFIED) or (kind in SAYING_LESS and outcome == "verbatim")
             if bad:
                 counts["misses"].append((qid, quote, found))
         result[kind] = counts

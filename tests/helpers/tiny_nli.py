@@ -29,5 +29,5 @@ def make_tiny_nli_folder(folder: Path, labels: dict[int, str] | None = None, see
     torch.manual_seed(seed)
     BertForSequenceClassification(config).save_pretrained(folder)
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    BertTokenizer(vocab_file=str(folder / "vocab.txt"), do_lower_case=True).save_pretrained(folder)
+    BertTokenizer(vocab=str(folder / "vocab.txt"), do_lower_case=True).save_pretrained(folder)
     return folder

@@ -16,7 +16,7 @@ from helpers.tiny_nli import make_tiny_nli_folder
 
 from expmrc.data.datasets import load_dataset
 from expmrc.llm.nli import label_role
-from expmrc.scoring.support import LABELS, SUPPORTED, check_cases, choose_statement
+from expmrc.scoring.support import LABELS, SUPPORTED, Pair, check_cases, choose_statement
 
 SUBSETS = ["squad", "cmrc2018", "race", "c3"]
 
@@ -87,18 +87,21 @@ def test_labels_follow_the_config_and_batches_change_nothing(tmp_path, nli):
 
 
 def test_a_model_without_an_entailment_label_is_one_line(tmp_path):
-    model = make_tiny_nli_folder(tmp_path / "plain", {0: "LABEL_0", 1: "LABEL_1"})
     dataset = write_many(tmp_path, "c3", 2)
-    status, _, err = judge(dataset, write_submission(tmp_path, dataset), "--judge", "nli", "--judge-model", str(model))
-    assert_refused(status, err, "names no entailment label")
-    assert "0: LABEL_0, 1: LABEL_1" in err
+    for labels, says in (({0: "LABEL_0", 1: "LABEL_1"}, "names no labels (id2label is 0: LABEL_0, 1: LABEL_1"),
+                         ({0: "neutral", 1: "contradiction"}, "names no entailment label")):
+        model = make_tiny_nli_folder(tmp_path / says[:8], labels)
+        status, _, err = judge(dataset, write_submission(tmp_path, dataset), "--judge", "nli", "--judge-model",
+                               str(model))
+        assert_refused(status, err, f"{model / 'config.json'}: ")
+        assert says in err
 
 
 def test_a_folder_that_is_no_model_and_a_missing_model_flag_are_one_line(tmp_path):
     dataset = write_many(tmp_path, "c3", 2)
     predictions = write_submission(tmp_path, dataset)
     status, _, err = judge(dataset, predictions, "--judge", "nli", "--judge-model", str(tmp_path))
-    assert_refused(status, err, "cannot load a sequence-classification (NLI) model")
+    assert_refused(status, err, f"{tmp_path}: no config.json, so not a model's folder")
     status, _, err = judge(dataset, predictions, "--judge", "nli")
     assert_refused(status, err, "needs --judge-model")
 
@@ -195,6 +198,8 @@ def test_hostile_replies_leave_questions_unjudged_never_a_crash(tmp_path):
 
     def hostile(body: dict) -> object:
         premise, _ = asked(body)
+        if "5点" in premise:
+            return "supported"  # one verdict: a judge with none gives no rate (test_judge_hostile.py)
         number = sum(map(ord, premise)) % 3
         return [Raw(b"<html>login</html>", "text/html"), "I cannot tell.", {"choices": "x"}][number]
     with FakeChatServer(hostile) as server:
@@ -202,27 +207,33 @@ def test_hostile_replies_leave_questions_unjudged_never_a_crash(tmp_path):
                                 "--json", "--details", str(tmp_path / "d.jsonl"))
     assert status == 0, err
     summary = json.loads(out)
-    assert summary["labels"]["unjudged"] == 4 and summary["rate"] == 0.0
-    notes = {r["note"] for r in details(tmp_path / "d.jsonl")}
+    assert summary["labels"]["unjudged"] == 3 and summary["rate"] == 25.0 and summary["verdicts"] == 1
+    notes = {r["note"] for r in details(tmp_path / "d.jsonl")} - {None}
     assert notes <= {"no verdict in the reply", "an HTML or XML page (a login or proxy page?), not a chat completion: "
                      "'<html>login</html>'", "`choices` is a string, not a chat completion"}
 
 
 def test_a_local_chat_model_judges_through_the_transformers_backend(tmp_path):
+    from helpers.llm_data import cached_rows
     from helpers.tiny_chat import make_tiny_chat_model
+
+    from expmrc.llm.judges import ChatJudge, JudgeConfig
 
     model = make_tiny_chat_model(tmp_path / "chat")
     dataset = write_many(tmp_path, "c3", 3)
     status, out, err = judge(dataset, write_submission(tmp_path, dataset), "--judge", "chat", "--backend",
                              "transformers", "--judge-model", str(model), "--max-tokens", "4", "--json",
                              "--cache", str(tmp_path / "c.sqlite"), "--output", str(tmp_path / "o.json"))
-    assert status == 0, err
-    summary = json.loads(out)
-    assert sum(summary["labels"].values()) == 3 and "judge:chat+model-" in summary["signature"]
-    assert "+transformers-" in summary["signature"]  # the weights' digest, not a server
-    record = json.loads((tmp_path / "o.json").read_text())["record"]
-    assert record["judge"]["backend"] == "transformers" and record["judge"]["base_url"] is None
-    assert set(record["judge"]["prompts"]) == {"judge-zh-v1"} and record["environment"]["device"] == "cpu"
+    # its replies are gibberish: no verdict on any question, so no rate (and no file), but every reply is cached
+    assert_refused(status, err, "the judge gave no verdict on any of the 3 questions it was asked about (c3); "
+                                "first: no verdict in the reply; no support rate")
+    assert out == "" and not (tmp_path / "o.json").exists() and cached_rows(tmp_path / "c.sqlite") >= 3
+    local = ChatJudge(JudgeConfig("chat", str(model), backend="transformers", max_tokens=4, no_cache=True, quiet=True))
+    assert "judge:" not in local.identity("zh") and "+transformers-" in local.identity("zh")  # the weights' digest
+    assert len(local.judge([Pair("小明五点起床。", "小明几点起床？答案是：5点。")], "zh")) == 1
+    record = local.record()
+    assert record["backend"] == "transformers" and record["base_url"] is None and local.device == "cpu"
+    assert set(record["prompts"]) == {"judge-zh-v1"}
 
 
 @pytest.mark.data
@@ -253,12 +264,10 @@ def test_the_sample_submissions_on_the_dev_sets_with_a_judge_that_knows_the_gold
 
 
 @pytest.mark.slow
-def test_ctrl_c_keeps_the_judges_replies_and_the_same_command_resumes(tmp_path):
+def test_ctrl_c_keeps_the_judges_replies_and_the_same_command_resumes(tmp_path, press_ctrl_c):
     import re
-    import signal
     import subprocess
     import sys
-    import time
 
     from helpers.common import environment
 
@@ -267,14 +276,10 @@ def test_ctrl_c_keeps_the_judges_replies_and_the_same_command_resumes(tmp_path):
     argv = [sys.executable, "-m", "expmrc.cli", "judge", dataset, predictions, "--judge", "chat", "--judge-model",
             "fake-model", "--cache", str(tmp_path / "c.sqlite"), "--concurrency", "2", "--quiet", "--json"]
     with FakeChatServer(gold_judge(dataset), delay=0.3) as server:
-        child = subprocess.Popen([*argv, "--base-url", server.url], env=environment(), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
-        while len(server.requests) < 4 and time.time() < deadline and child.poll() is None:
-            time.sleep(0.02)
-        child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=60)
-        assert child.returncode == 130 and len(err.strip().splitlines()) == 1, err
+        child = press_ctrl_c.start([*argv, "--base-url", server.url], env=environment(), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        status, _, err, _ = press_ctrl_c.press_when(child, lambda: len(server.requests) >= 4)
+        assert status == 130 and len(err.strip().splitlines()) == 1, err
         assert re.fullmatch(r"interrupted: \d+ of \d+ judge replies are cached in .+; the same command resumes",
                             err.strip()), err
         first = [asked(body) for body in server.requests]

@@ -93,13 +93,13 @@ def test_replies_cached_by_the_old_key_are_used_only_when_asked_for(tmp_path):
         warnings = [line for line in err.splitlines() if line.startswith("warning:")]
         assert len(warnings) == 1 and "2 replies cached before the cache key named the server" in warnings[0]
         assert "--cache-old-keys" in warnings[0]
-        assert run_llm(tmp_path, path, server.url, "--cache-old-keys", "--no-cache", out="none") == 0
-        assert len(server.requests) == 4  # --no-cache reads nothing, old keys or not
+        assert run_llm(tmp_path, path, server.url, "--cache-old-keys", "--no-cache", out="none") == 2
+        assert len(server.requests) == 2 and not (tmp_path / "none").exists()  # --no-cache reads no old keys: refused
         os.remove(tmp_path / "cache.sqlite")
         write_old_cache(tmp_path / "cache.sqlite",
                         [json.loads(line)["body"] for line in batch.read_text().splitlines()], BEIJING)
         assert run_llm(tmp_path, path, server.url, "--cache-old-keys", out="old") == 0
-        assert len(server.requests) == 4
+        assert len(server.requests) == 2
     assert read_run(tmp_path / "new", "predictions.json")["cm-1"]["answer"] == "上海"
     assert read_run(tmp_path / "old", "predictions.json")["cm-1"]["answer"] == "北京"
     info = read_run(tmp_path / "old", "run_info.json")

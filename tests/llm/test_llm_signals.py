@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.common import ROOT, environment
+from helpers import interrupt
+from helpers.common import environment
 from helpers.fake_openai import FakeChatServer
 from helpers.llm_data import cached_rows, read_run, write_many
 
@@ -27,29 +28,19 @@ def command(tmp_path: Path, dataset: str, *extra: str) -> list[str]:
             str(tmp_path / "run"), "--cache", str(tmp_path / "cache.sqlite"), "--quiet", *extra]
 
 
-def default_sigint() -> None:
-    """In the child, before it starts: Ctrl-C's default action. A parent started in the background by a script
-    (`nohup pytest ... &`) ignores SIGINT, a child inherits that, and Python then never raises KeyboardInterrupt."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def stop_after(server: FakeChatServer, argv: list[str], requests: int, signum: int) -> tuple[int, str, float]:
-    """Start `argv`, send `signum` once the server has `requests` requests; (exit status, stderr, seconds to exit)."""
-    child = subprocess.Popen(argv, env=environment(), stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
-    deadline = time.time() + 60
-    while len(server.requests) < requests and time.time() < deadline and child.poll() is None:
-        time.sleep(0.02)
-    sent = time.monotonic()
-    child.send_signal(signum)
-    _, err = child.communicate(timeout=60)
-    return child.returncode, err, time.monotonic() - sent
+    """Start `argv`, send `signum` (Ctrl-C: tests/helpers/interrupt.py) once the server has `requests` requests;
+    (exit status, stderr, seconds to exit)."""
+    child = interrupt.start(argv, env=environment(), stderr=subprocess.PIPE, text=True)
+    status, _, err, seconds = interrupt.press_when(child, lambda: len(server.requests) >= requests, signum=signum)
+    return status, err, seconds
 
 
 def asked(server: FakeChatServer, start: int = 0) -> list[str]:
     return [r["messages"][-1]["content"] for r in server.requests[start:]]
 
 
-def test_ctrl_c_keeps_every_reply_that_arrived_and_the_resume_asks_only_the_rest(tmp_path):
+def test_ctrl_c_keeps_every_reply_that_arrived_and_the_resume_asks_only_the_rest(tmp_path, press_ctrl_c):
     dataset = write_many(tmp_path, QUESTIONS)
     with FakeChatServer(lambda body: GOOD, delay=0.3) as server:
         status, err, _ = stop_after(server, command(tmp_path, dataset, "--concurrency", "2", "--base-url", server.url),
@@ -83,7 +74,7 @@ def test_sigterm_stops_at_once_with_the_count(tmp_path):
     assert cached == cached_rows(tmp_path / "cache.sqlite") and seconds < 10
 
 
-def test_ctrl_c_does_not_hang_on_a_server_that_never_answers(tmp_path):
+def test_ctrl_c_does_not_hang_on_a_server_that_never_answers(tmp_path, press_ctrl_c):
     dataset = write_many(tmp_path, QUESTIONS)
 
     def never(body):
@@ -93,17 +84,6 @@ def test_ctrl_c_does_not_hang_on_a_server_that_never_answers(tmp_path):
         status, err, seconds = stop_after(server, command(tmp_path, dataset, "--timeout", "2", "--base-url",
                                                           server.url), 8, signal.SIGINT)
     assert status == 130 and "interrupted: 0 of 10 replies are cached" in err and seconds < 15, err
-
-
-def test_the_ctrl_c_tests_pass_when_the_suite_runs_with_sigint_ignored():
-    """As under `nohup .venv/bin/python -m pytest -q &` in a script: this file's Ctrl-C test, run by a pytest that
-    ignores SIGINT, still sees the run stop with its line."""
-    def ignore_sigint() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    test = f"{Path(__file__).relative_to(ROOT)}::test_ctrl_c_does_not_hang_on_a_server_that_never_answers"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test], cwd=ROOT,
-                          env=environment(), capture_output=True, text=True, timeout=180, preexec_fn=ignore_sigint)
-    assert done.returncode == 0, done.stdout[-3000:]
 
 
 @pytest.mark.parametrize("code", [401, 403])

@@ -295,3 +295,58 @@ def test_at_1280_pixels_ids_and_questions_are_whole_and_a_long_table_is_paged(br
                      " s.dispatchEvent(new Event('change')); })()")
     assert len(browser.evaluate(ROWS_SEEN)) == 501
     assert browser.errors == []
+
+
+# At phone width: the page never scrolls sideways; each table fits its box or scrolls inside it; ids stay on one line
+PHONE_LAYOUT = """(() => {
+  const box = (e) => e.getBoundingClientRect();
+  const tables = Array.from(document.querySelectorAll('main table')).filter(t => t.offsetParent !== null);
+  return JSON.stringify({
+    page: document.documentElement.scrollWidth, window: window.innerWidth,
+    loose: tables.filter(t => box(t).right > window.innerWidth + 1 && !t.parentElement.classList.contains('scroll'))
+                 .map(t => t.id || t.className),
+    boxes: Array.from(document.querySelectorAll('.scroll')).map(s => box(s).right <= window.innerWidth + 1),
+    scrolled: ['summary-table', 'question-table'].map(id => {
+      const s = document.getElementById(id).parentElement; return s.scrollWidth > s.clientWidth; }),
+    ids: Array.from(document.querySelectorAll('table.deciding td.id code')).map(c => c.getClientRects().length),
+    controls: Array.from(document.querySelectorAll('#filters > *, #filters .pager > *'))
+                   .every(e => box(e).right <= window.innerWidth + 1),
+  });
+})()"""
+LAST_COLUMN_IN_VIEW = """(() => {
+  const table = document.querySelector('table.deciding'), scroll = table.parentElement;
+  scroll.scrollLeft = scroll.scrollWidth;
+  const cell = table.querySelector('thead th:last-child').getBoundingClientRect(), seen = scroll.getBoundingClientRect();
+  return [table.querySelector('thead th:last-child').textContent, cell.left >= seen.left - 1 && cell.right <= seen.right + 1];
+})()"""
+DETAIL_IN_VIEW = """(() => {
+  const scroll = document.getElementById('question-table').parentElement;
+  scroll.scrollLeft = scroll.scrollWidth;
+  const body = document.querySelector('tr.detail .detail-body').getBoundingClientRect();
+  return body.left >= 0 && body.right <= window.innerWidth + 1 && body.width > 200;
+})()"""
+
+
+def test_at_390_pixels_the_page_never_scrolls_sideways_and_wide_tables_scroll_in_their_boxes(write_json, tmp_path):
+    """A phone (390 × 844, laid out as a phone's browser does): two submissions, every metric of the subset, SQuAD's
+    24-digit ids. The page is as wide as the screen; the wide tables scroll inside their own boxes; the ids of the
+    gains and losses tables stay on one line and their B − A column is reached by scrolling its box; an opened
+    question's passage fits the screen and stays in view while the question table is scrolled sideways."""
+    data, a, b = long_dataset(60)
+    html, subs = build_report(write_json("dev.json", data), [write_json("a.json", a), write_json("b.json", b)])
+    assert len(subs[0].report.extra_figures()) >= 9
+    page = str(tmp_path / "phone.html")
+    write_page(page, html)
+    with Browser(width=390, height=844, mobile=True) as phone:
+        load(phone, page)
+        layout = json.loads(phone.evaluate(PHONE_LAYOUT))
+        assert layout["window"] == 390 and layout["page"] <= 390, layout  # a wider page would be zoomed out
+        assert layout["loose"] == [] and all(layout["boxes"]) and layout["scrolled"] == [True, True], layout
+        assert len(layout["ids"]) >= 10 and set(layout["ids"]) == {1}, layout["ids"]  # each id on one line
+        assert layout["controls"]
+        assert phone.evaluate(LAST_COLUMN_IN_VIEW) == ["B − A", True]
+        phone.click("#q-0 button.open")
+        assert phone.evaluate(DETAIL_IN_VIEW)
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+        assert phone.screenshot(str(tmp_path / "phone.png")) > 1000
+        assert phone.errors == []

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from helpers.common import dev_set, needs_punkt
-from expmrc.data.datasets import SpanQuestion, gold_option_text, load_dataset
+from expmrc.data.datasets import SpanQuestion, gold_option_text, load_dataset, passage_of
 from expmrc.scoring.scorer import score
 
 pytestmark = needs_punkt
@@ -49,3 +49,11 @@ def test_all_four_in_one_evaluate_call(tmp_path):
     results = json.loads(result.stdout)["results"]
     assert [r["subset"] for r in results] == list(SIZES)
     assert results[0]["ANS_F1"] == 100.0 and 0 < results[0]["EVI_F1"] < 60
+
+
+@pytest.mark.data
+def test_every_gold_evidence_of_the_four_dev_sets_is_passage_text_verbatim():
+    """docs/report.md relies on it: the page finds each gold evidence at its first verbatim occurrence."""
+    evidences = [(q.qid, str(e), passage_of(q)) for subset in SIZES for q in load_dataset(dev_set(subset)).questions
+                 for e in q.evidences or []]
+    assert len(evidences) == 5650 and [qid for qid, e, passage in evidences if e not in passage] == []

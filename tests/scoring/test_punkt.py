@@ -27,7 +27,7 @@ import json, os, sys
 import nltk
 nltk.data.path[:] = [p for p in nltk.data.path if not os.path.isdir(os.path.join(p, "tokenizers", "punkt_tab"))]
 from expmrc.metrics.leaderboard import find_punkt, punkt_hash, tokenize
-print(json.dumps({"folder": str(find_punkt().path), "hash": punkt_hash(),
+print(json.dumps({"folder": str(find_punkt()), "hash": punkt_hash(),
                   "tokens": [tokenize(text) for text in json.loads(sys.argv[1])]}))
 """
 

@@ -190,6 +190,13 @@ def test_steps_warm_up_then_each_key_is_captured_once_and_train_as_the_eager_ste
     assert replayed == [key for step, key in enumerate(met) if step >= graphs.WARMUP_STEPS and key in met[:step]]
     assert result.graphs["graphs"] == len(set(replayed)) and result.graphs["eager_steps"] == 10 - len(replayed)
     assert largest_difference(weights(graphed), weights(eager)) <= 1e-5
+    # a graphed step logs the loss and its parts (the curves) as the eager step does
+    logs = [[json.loads(line) for line in (tmp_path / name / "train_log.jsonl").read_text().splitlines()]
+            for name in ("graphed", "eager")]
+    assert [row["step"] for row in logs[0]] == [5, 10] and "evidence_loss" in logs[0][0]
+    for graphed_row, eager_row in zip(*logs):
+        assert graphed_row.keys() == eager_row.keys()
+        assert all(abs(graphed_row[k] - eager_row[k]) <= 1e-4 for k in graphed_row if k != "examples_per_second")
 
 
 def weights(model) -> dict[str, torch.Tensor]:

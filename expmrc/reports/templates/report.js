@@ -193,7 +193,8 @@
 
   function detailRow(i) {
     const q = questions[i];
-    const cell = el("td", { colspan: String(columns) });
+    // the question, passage and texts stay in view when a narrow window scrolls the table sideways
+    const cell = el("div", { class: "detail-body" });
     cell.append(el("p", { class: "question-text" }, q.question));
     if (q.options) cell.append(optionsNode(q));
     cell.append(passageNode(data.passages[q.passage], q.marks));
@@ -229,7 +230,7 @@
       }
     });
     cell.append(el("table", { class: "texts" }, texts));
-    return el("tr", { class: "detail", "data-i": String(i) }, cell);
+    return el("tr", { class: "detail", "data-i": String(i) }, el("td", { colspan: String(columns) }, cell));
   }
 
   function toggle(i) {

@@ -1,0 +1,73 @@
+"""Ctrl-C as a terminal sends it, for every test that sends one (the `press_ctrl_c` fixture of tests/conftest.py
+hands this module out and marks the test `ctrl_c`).
+
+A terminal's Ctrl-C is SIGINT to the whole foreground process group: a shell script and the Python it started both
+get it. A command started here gets a process group of its own, and SIGINT's default action restored before it
+starts: a parent started in the background by a script (`bash -c 'trap "" INT; pytest ...'`, `nohup pytest &`)
+ignores SIGINT, every child inherits that, and Python (or bash) then never sees the Ctrl-C the test sends.
+tests/cli/test_ctrl_c.py runs every `ctrl_c` test under such a parent.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def default_sigint() -> None:
+    """In the child, before it starts: Ctrl-C's default action, whatever the parent ignores."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start(argv: list[str], **popen: Any) -> subprocess.Popen:
+    """Start `argv` in a process group of its own, with SIGINT's default action (other Popen arguments pass on)."""
+    return subprocess.Popen(argv, preexec_fn=default_sigint, process_group=0, **popen)
+
+
+def press(process: subprocess.Popen, signum: int = signal.SIGINT) -> None:
+    """Ctrl-C (or `signum`): the signal to the command's whole process group, as a terminal sends it."""
+    try:
+        os.killpg(process.pid, signum)
+    except ProcessLookupError:  # it has ended already: nothing to interrupt
+        pass
+
+
+def press_when(process: subprocess.Popen, ready: Callable[[], bool], timeout: float = 60.0,
+               signum: int = signal.SIGINT) -> tuple[int, str, str, float]:
+    """Wait until `ready()` (or the command ended, or `timeout`), press Ctrl-C, and wait for the command to end:
+    (exit status, stdout, stderr, seconds from the signal to the end). Whether `ready()` came true is the caller's
+    to assert (a command that ended first was never interrupted)."""
+    deadline = time.monotonic() + timeout
+    while not ready() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sent = time.monotonic()
+    press(process, signum)
+    out, err = process.communicate(timeout=120)
+    return process.returncode, out or "", err or "", time.monotonic() - sent
+
+
+class HeldFifo:
+    """The write end of a FIFO a command reads, taken the moment the command opens the FIFO and held open, so that
+    the command then waits in a read for data that never comes: a point where Ctrl-C always finds it working.
+    Called, it says whether the command has opened the FIFO yet (`press_when`'s `ready`)."""
+
+    def __init__(self, fifo: str) -> None:
+        self.fifo = fifo
+        self.fd: int | None = None
+
+    def __call__(self) -> bool:
+        if self.fd is None:
+            try:
+                self.fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: nobody has it open for reading yet
+                return False
+        return True
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
