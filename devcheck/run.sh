@@ -3,7 +3,8 @@
 # sweep planned from measured steps, start-up and packing), on a machine with a GPU and no network, from the
 # checkout's root, with the .devcarry/ folder devcheck/prepare.sh filled:
 #
-#   bash devcheck/run.sh "$OUT"             # everything within BUDGET seconds (default 450: one call of 8 minutes)
+#   bash devcheck/run.sh "$OUT"             # everything within BUDGET seconds (default 420: one call of 8 minutes,
+#                                           # timeout_s 480, carrying .devcarry)
 #   TINY=1 bash devcheck/run.sh /tmp/out    # the same steps at toy sizes on a CPU, to check the script itself
 #   STEPS="g d" bash devcheck/run.sh "$OUT" # only the steps named (the set-up always), e.g. a second call
 #
@@ -34,7 +35,7 @@ CARRY="$ROOT/.devcarry"
 WORK="${WORK:-/tmp/devcheck}"
 TINY="${TINY:-0}"
 START=$(date +%s)
-BUDGET="${BUDGET:-450}"
+BUDGET="${BUDGET:-420}"
 if [ "$TINY" = 1 ]; then BUDGET="${TINY_BUDGET:-3000}"; fi
 DEADLINE=$((START + BUDGET))
 mkdir -p "$OUT"
