@@ -1,5 +1,6 @@
-"""What the training-speed benchmarks share: the model-shape flags, a BERT config of that shape, the plain
-textbook training loop they compare against, interleaved (ABBA) step timing, and peak memory."""
+"""What the training-speed benchmarks share: the model-shape flags, a BERT config of that shape, the package's own
+task predictor (its windows' padding rule and its decoding, never a copy), the plain textbook training loop they
+compare against, interleaved (ABBA) step timing, and peak memory."""
 
 from __future__ import annotations
 
@@ -31,6 +32,32 @@ def bert_config(args: argparse.Namespace) -> Any:
     return BertConfig(vocab_size=30522, hidden_size=args.hidden, num_hidden_layers=args.layers,
                       num_attention_heads=max(1, args.hidden // 64), intermediate_size=4 * args.hidden,
                       max_position_embeddings=max(512, args.seq))
+
+
+def task_predictor(kind: str, tokenizer: Any, where: Any, batch_size: int = 32, **windows: int) -> Any:
+    """The package's task predictor for `kind` ("span" or "choice") on `where` (a device, or a run's Accelerator),
+    with the task's default window and decoding settings changed by `windows`: its windows pad by the device's rule
+    (`expmrc.inference.task_predictor.pad_multiple`) and its predictions decode with those settings, as a run's do."""
+    from dataclasses import replace
+
+    from accelerate import Accelerator
+
+    from expmrc.inference.task_predictor import TaskPredictor
+    from expmrc.tasks import TASKS
+
+    spec = TASKS[kind]
+    settings = replace(spec.defaults, **windows)
+    if isinstance(where, Accelerator):
+        return TaskPredictor.of_run(spec, tokenizer, settings, True, where, batch_size)
+    return TaskPredictor(spec, tokenizer, settings, True, torch.device(where), batch_size)
+
+
+def under_autocast(model: torch.nn.Module, precision: str, device: torch.device) -> torch.nn.Module:
+    """`model` whose forward runs under bf16 autocast when `precision` is bf16, as accelerate prepares a run's model
+    (what a step replayed as a CUDA graph calls)."""
+    if precision == "bf16":
+        model.forward = torch.autocast(device.type, dtype=torch.bfloat16)(model.forward)  # type: ignore[method-assign]
+    return model
 
 
 def textbook_optimizer(model: torch.nn.Module, total_steps: int = 100_000) -> tuple[torch.optim.Optimizer, Any]:

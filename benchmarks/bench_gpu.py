@@ -51,7 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
-from _common import textbook_optimizer, textbook_update  # noqa: E402
+from _common import task_predictor, textbook_optimizer, textbook_update  # noqa: E402
 
 OPTIONS = 4
 SHAPES = {"base": (768, 12), "large": (1024, 24), "tiny": (64, 2)}  # hidden, layers; 64-wide heads, 4x FFN
@@ -244,31 +244,31 @@ def steps_table(args: argparse.Namespace, device: torch.device, peak: float | No
     return cases
 
 
-def epoch_features(tokenizer: Any, path: str, subset: str, training: bool, args: argparse.Namespace) -> tuple[Any, Any, float, bool]:
-    """A CMRC 2018 file's span windows from the shared feature cache (built when absent): the table, the
-    questions, the seconds it took and whether it came from the cache."""
+def epoch_predictor(tokenizer: Any, where: Any, args: argparse.Namespace) -> Any:
+    """Part 2's task predictor: the package's own (its windows' padding on the run's device, its decoding), with
+    --seq tokens, stride and question lengths cut to fit them, and the default decoding settings."""
+    return task_predictor("span", tokenizer, where, args.predict_batch, max_seq_length=args.seq,
+                          doc_stride=min(128, args.seq // 2), max_query_length=min(128, args.seq // 4))
+
+
+def epoch_features(predictor: Any, path: str, subset: str, training: bool,
+                   args: argparse.Namespace) -> tuple[Any, Any, float, bool]:
+    """A CMRC 2018 file's span windows from the shared feature cache (built by `predictor` when absent): the table,
+    the questions, the seconds it took and whether it came from the cache."""
     from expmrc.data.datasets import load_dataset
     from expmrc.data.training_sets import load_training_set
-    from expmrc.features.cache import (
-        cache_key,
-        cached_features,
-        read_cache,
-        shared_cache_path,
-    )
-    from expmrc.features.span import build_span_features
+    from expmrc.features.cache import cache_key, cached_features, read_cache, shared_cache_path
 
     questions = (load_training_set(path, subset) if training else load_dataset(path, subset)).questions
     if args.epoch_questions:
         questions = questions[:args.epoch_questions]
-    stride, query = min(128, args.seq // 2), min(128, args.seq // 4)
-    settings = {"task": "span", "is_training": training, "token_types": True, "max_seq_length": args.seq,
-                "doc_stride": stride, "max_query_length": query, "questions": len(questions)}
-    key = cache_key(tokenizer, settings, path)
+    settings = {"task": "span", "is_training": training, "token_types": True, **predictor.settings.feature_dict(),
+                "questions": len(questions)}
+    key = cache_key(predictor.tokenizer, settings, path)
     cache = shared_cache_path(None, key, "bench-train" if training else "bench-predict")
     hit = read_cache(cache, key) is not None
     began = time.perf_counter()
-    table, _ = cached_features(cache, key, lambda: build_span_features(questions, tokenizer, args.seq, stride,
-                                                                       query, training, True))
+    table, _ = cached_features(cache, key, lambda: predictor.features(questions, is_training=training))
     return table, questions, time.perf_counter() - began, hit
 
 
@@ -308,21 +308,13 @@ def character_tokenizer(paths: list[str]) -> Any:
 
 
 def epoch_run(args: argparse.Namespace, device: torch.device) -> None:
-    """Part 2: one epoch of CMRC 2018 training through our loop, then prediction and decoding on its dev set."""
-    from expmrc.decoding.predictions import decode_predictions
-    from expmrc.features.windows import WindowDataset
+    """Part 2: one epoch of CMRC 2018 training through our loop, then prediction and decoding on its dev set, its
+    windows padded and decoded by the package's task predictor."""
     from expmrc.models.heads import LossSettings
     from expmrc.models.span import SpanModel
-    from expmrc.inference.predictor import predict
     from expmrc.training.loop import TrainConfig, make_accelerator, train
 
     tokenizer = epoch_tokenizer(args)
-    train_table, _, train_s, train_hit = epoch_features(tokenizer, args.train, "cmrc2018", True, args)
-    dev_table, dev_questions, dev_s, dev_hit = epoch_features(tokenizer, args.dev, "cmrc2018", False, args)
-    print(f"features: train {len(train_table)} windows in {train_s:.2f} s ({'cache' if train_hit else 'built'}), "
-          f"dev {len(dev_table)} windows in {dev_s:.2f} s ({'cache' if dev_hit else 'built'})")
-    pad = tokenizer.pad_token_id or 0
-    multiple = 8 if device.type == "cuda" else 1  # as run_se_mrc.py pads (a compiled run: to its length buckets)
     torch.manual_seed(0)
     config = bert_config(args.shapes[0], args.seq)
     config.vocab_size = max(config.vocab_size, len(tokenizer))
@@ -332,12 +324,17 @@ def epoch_run(args: argparse.Namespace, device: torch.device) -> None:
                              predict_batch_size=args.predict_batch, mixed_precision=args.epoch_precision,
                              torch_compile=args.epoch_compile, save_checkpoints_steps=10**9, logging_steps=10**9)
         accelerator = make_accelerator(config)
-        result = train(model, WindowDataset(train_table, True, pad, multiple, args.seq), config, accelerator)
+        predictor = epoch_predictor(tokenizer, accelerator, args)
+        train_table, _, train_s, train_hit = epoch_features(predictor, args.train, "cmrc2018", True, args)
+        dev_table, dev_questions, dev_s, dev_hit = epoch_features(predictor, args.dev, "cmrc2018", False, args)
+        print(f"features: train {len(train_table)} windows in {train_s:.2f} s ({'cache' if train_hit else 'built'}), "
+              f"dev {len(dev_table)} windows in {dev_s:.2f} s ({'cache' if dev_hit else 'built'})")
+        result = train(model, predictor.windows(train_table, with_labels=True), config, accelerator)
         synchronize(device)
         began = time.perf_counter()
-        outputs = predict(model, WindowDataset(dev_table, False, pad, multiple, args.seq), args.predict_batch, accelerator)
+        outputs = predictor.outputs(model, dev_table)
         predicted = time.perf_counter()
-        decode_predictions(dev_questions, dev_table, outputs, 20, 30, 128)
+        predictor.spec.decode(dev_questions, dev_table, outputs, predictor.settings)
         decoded = time.perf_counter()
     print(f"one epoch, {args.shapes[0]} shape, {args.seq} tokens, batch {args.batch}, {accelerator.mixed_precision} "
           f"precision, compile {'on' if args.epoch_compile else 'off'}: {result.global_step} steps in "

@@ -4,7 +4,11 @@ against new (length-grouped, padded to a multiple of 8), for each dev set and th
     python benchmarks/bench_padding.py [--tokenizer DIR] [--batch 32] [--json out.json] [--buckets 128,256,384,512]
 
 With --buckets, also the new order padded to those lengths, as a compiled run (`--torch_compile`) pads its
-training batches, and how many distinct batch lengths (compiled shapes) an epoch meets each way.
+training batches, and how many distinct batch lengths (compiled shapes) an epoch meets each way. With
+--graph-buckets K, also what a run replayed as CUDA graphs (`--cuda_graphs`) computes: each step's real tokens (its
+windows at their fixed shape: rows to 512 tokens, options to the most a window has) padded up to one of the K token
+buckets the package plans from that run's 2 epochs (`expmrc.inference.buckets.choose_buckets`). "old" pads as a run
+pads on a CPU, "new" as on a GPU (the package's rule, `pad_multiple`).
 
 Features use the scripts' lengths (512 tokens, stride 128, 128 question/option tokens) and come from the
 shared feature cache (built on first use). Needs $EXPMRC_DATA (dev sets) and $EXPMRC_TRAIN_DATA (CMRC 2018
@@ -31,6 +35,8 @@ from expmrc.features.cache import cache_key, cached_features, shared_cache_path
 from expmrc.features.choice import build_choice_features
 from expmrc.features.span import build_span_features
 from expmrc.features.windows import FeatureTable, WindowDataset
+from expmrc.inference.buckets import choose_buckets
+from expmrc.inference.task_predictor import pad_multiple
 from expmrc.training.loop import BatchStream
 
 SPAN, CHOICE = ("squad", "cmrc2018"), ("race", "c3")
@@ -100,19 +106,35 @@ def epoch_cost(table: FeatureTable, batch: int, grouped: bool, pad_multiple: int
             "padding": 1 - real / computed, "lengths": len(shapes)}
 
 
-def measure(tokenizer_dir: str, batch: int, buckets: tuple[int, ...] = ()) -> list[dict[str, Any]]:
-    """Old and new epoch costs for every set found."""
+def graph_cost(table: FeatureTable, batch: int, count: int, seed: int = 12345, epochs: int = 2) -> dict[str, Any]:
+    """Real and computed tokens of a graphed run's `epochs` over the table: each step's windows at their fixed shape,
+    padded up to the token bucket the plan of `count` buckets (made from these steps) gives them."""
+    data = WindowDataset(table, True, 0, 1, 512).fixed()
+    tokens = data.real_tokens()
+    stream = BatchStream(len(table), batch, seed, data.lengths())
+    counts = [int(tokens[stream.indices(step)].sum()) for step in range(math.ceil(epochs * len(table) / batch))]
+    plan = choose_buckets(counts, count, 512)
+    computed = sum(plan.place(n)[0] for n in counts)
+    return {"real_tokens": sum(counts), "computed_tokens": computed, "padding": 1 - sum(counts) / computed,
+            "buckets": list(plan.buckets), "steps": len(counts)}
+
+
+def measure(tokenizer_dir: str, batch: int, buckets: tuple[int, ...] = (), graph_buckets: int = 0) -> list[dict[str, Any]]:
+    """Old and new epoch costs for every set found (and, with `graph_buckets`, a graphed run's)."""
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     rows = []
+    cpu, gpu = pad_multiple("cpu"), pad_multiple("cuda")
     for label, subset, path in datasets():
         table, seconds = table_of(subset, path, tokenizer)
-        old = epoch_cost(table, batch, grouped=False, pad_multiple=1)
-        new = epoch_cost(table, batch, grouped=True, pad_multiple=8)
+        old = epoch_cost(table, batch, grouped=False, pad_multiple=cpu)
+        new = epoch_cost(table, batch, grouped=True, pad_multiple=gpu)
         rows.append({"set": label, "subset": subset, "questions": len(np.unique(table.question_index)),
                      "rows_per_window": (len(table.row_ptr) - 1) / max(1, len(table)),
                      "old": old, "new": new, "feature_seconds": seconds})
         if buckets:
-            rows[-1]["buckets"] = epoch_cost(table, batch, grouped=True, pad_multiple=8, buckets=buckets)
+            rows[-1]["buckets"] = epoch_cost(table, batch, grouped=True, pad_multiple=gpu, buckets=buckets)
+        if graph_buckets:
+            rows[-1]["graphs"] = graph_cost(table, batch, graph_buckets)
     return rows
 
 
@@ -124,13 +146,15 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32, help="windows per global batch (default 32)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     parser.add_argument("--buckets", default="", help="also pad the new order to these lengths, e.g. 128,256,384,512")
+    parser.add_argument("--graph-buckets", type=int, default=0, help="also a graphed run's 2 epochs in this many token "
+                        "buckets (the runs' default: 8)")
     args = parser.parse_args()
     from expmrc.data.io import check_output_path, write_json_atomic
 
     if args.json:  # before any work
         check_output_path(args.json, "file", inputs=[args.tokenizer or ""])
     buckets = tuple(int(b) for b in args.buckets.split(",")) if args.buckets else ()
-    rows = measure(args.tokenizer or minilm_folder(), args.batch, buckets)
+    rows = measure(args.tokenizer or minilm_folder(), args.batch, buckets, args.graph_buckets)
     if not rows:
         raise ExpmrcError("no data: set EXPMRC_DATA and/or EXPMRC_TRAIN_DATA")
     extra = f" {'pad bkt':>8} {'Mtok bkt':>9} {'bkt/new':>8} {'lengths new':>12} {'lengths bkt':>12}" if buckets else ""
@@ -146,6 +170,12 @@ def main() -> None:
             line += (f" {100 * b['padding']:7.1f}% {b['computed_tokens'] / 1e6:9.2f} "
                      f"{b['computed_tokens'] / new['computed_tokens']:8.3f} {new['lengths']:12d} {b['lengths']:12d}")
         print(line)
+    for r in rows:
+        if "graphs" in r:
+            g = r["graphs"]
+            print(f"{r['set']:16} graphed run, {g['steps']} steps (2 epochs) in {len(g['buckets'])} token buckets "
+                  f"({', '.join(map(str, g['buckets']))}): padding {100 * g['padding']:.1f}%, "
+                  f"{g['computed_tokens'] / 1e6:.2f} M tokens computed")
     if args.json:
         write_json_atomic(args.json, rows, indent=2)
 

@@ -12,12 +12,17 @@ lengths hold). The English training sets are not on these machines, so a trainin
 windows (seeded, with repeats) at the training set's size in questions (--train-questions; SQuAD 1.1 87,599, CMRC
 2018 10,142, RACE 87,866, C3-M 11,869), as bench_sweep_model.py's padding model did; --train SUBSET=FILE takes a
 training set's own windows instead, which is better wherever the set exists: so drawn, C3's dev windows hold 1.9 x the
-tokens of its training set's, CMRC 2018's 1.03 x (`--shapes ''` prints them on any machine). A randomly initialised BERT (--shapes) then trains on that epoch through the
-run's own loop (`expmrc.training.loop.train` with --max_steps): --warmup-steps untimed steps, then the first
---sample-steps steps of the run's length-grouped stream (50 = one whole megabatch, whose batches span the epoch's
-lengths), in the run's precision (auto: bf16 on a GPU), batch 32 (large: 4 accumulated micro-batches of 8). Its
-2-epoch training is projected from them by computed tokens (each batch padded as the loop pads it):
-    sampled seconds x tokens of every step of the 2 epochs / tokens of the sampled steps.
+tokens of its training set's, CMRC 2018's 1.03 x (`--shapes ''` prints them on any machine). Windows are built, padded
+(by the package's task predictor: the device's rule) and decoded as the run does. A randomly initialised BERT
+(--shapes) then trains on that epoch through the run's own loop (`expmrc.training.loop`: `prepare_training` for the
+2-epoch run, `run_step`): --warmup-steps untimed steps, then the first --sample-steps steps of the run's length-grouped
+stream (50 = one whole megabatch, whose batches span the epoch's lengths), in the run's precision (auto: bf16 on a
+GPU), batch 32 (large: 4 accumulated micro-batches of 8), with --cuda-graphs as the run's --cuda_graphs (auto: on
+where a run takes them). Its 2-epoch training is projected from them by computed tokens (each batch padded as the
+loop pads it; with graphs, each forward pass's token bucket):
+    sampled seconds x tokens of every step of the 2 epochs / tokens of the sampled steps
+and, with graphs, the warm-ups and captures: the sample's steps first run twice untimed (each bucket they meet warmed
+up and captured), and what that first pass cost beyond replays, per bucket met, is added for each bucket of the run.
 Then it predicts the dev set's prediction windows in batches of 32 and decodes them (timed whole, not sampled).
 Also printed: achieved TFLOP/s and MFU (bench_gpu.py's FLOP count and peak table) on computed and on real tokens.
 
@@ -45,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _common import task_predictor  # noqa: E402
 from bench_gpu import bert_config, character_tokenizer, peak_tflops, train_flops_per_token  # noqa: E402
 
 SUBSETS = ("squad", "race", "cmrc2018", "c3")  # the English ones first: only this benchmark measures them
@@ -102,8 +108,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--questions", type=int, default=0, help="only the first N questions of each file (0: all; "
                         "--tiny: 40)")
     parser.add_argument("--budget", type=float, default=0, help="start no subset after this many seconds (0: no limit)")
-    parser.add_argument("--pad-multiple", type=int, default=0, help="pad batches to a multiple of this (default: 8 on "
-                        "a GPU, as the runs pad there, else 1; 8 with --shapes '' counts a GPU run's tokens anywhere)")
+    parser.add_argument("--pad-multiple", type=int, choices=(0, 1, 8), default=0, help="pad batches as a run pads "
+                        "them on a CPU (1) or a GPU (8) (default 0: as on this machine's device); 8 with --shapes '' "
+                        "counts a GPU run's tokens anywhere")
+    parser.add_argument("--cuda-graphs", choices=("auto", "on", "off"), default="auto",
+                        help="the runs' --cuda_graphs (default auto: on where a run takes them)")
     parser.add_argument("--attention", choices=("auto", "padded", "unpadded"), default="auto",
                         help="the encoder's attention path, as the baselines' --attention (default auto: unpadded on "
                              "CUDA under bf16, padded on the CPU)")
@@ -219,6 +228,13 @@ class Epoch:
     def input_shape(self, indices: list[int]) -> tuple[int, ...]:
         return self.data.input_shape(self.picked(indices))
 
+    def fixed(self) -> Epoch:
+        """The same epoch at the windows' fixed shape (a graphed run's layout)."""
+        return Epoch(self.data.fixed(), self.drawn)
+
+    def real_tokens(self) -> np.ndarray:
+        return self.data.real_tokens()[self.drawn]
+
 
 def step_costs(epoch: Epoch, release: Release, accumulation: int, seed: int) -> np.ndarray:
     """Per optimizer step of the full run (its epochs over `epoch`, the run's length-grouped stream): computed tokens,
@@ -249,67 +265,102 @@ def flops(costs: np.ndarray, config: Any) -> tuple[float, float]:
             float(costs[:, 2].sum() * per_token + costs[:, 3].sum() * attention))
 
 
-def training_epoch(args: argparse.Namespace, subset: str, tokenizer: Any, release: Release, pad_multiple: int,
+def predictor_for(subset: str, tokenizer: Any, release: Release, where: Any, buckets: Any = None) -> Any:
+    """The package's task predictor of a subset's run: its windows, padding (the device's rule; `where` a device or
+    the run's Accelerator) and decoding under the release's settings; laid out in `buckets` where a graphed run's."""
+    from dataclasses import replace as changed
+
+    predictor = task_predictor(KIND[subset], tokenizer, where, release.predict_batch, **release.windows)
+    return changed(predictor, buckets=buckets) if buckets is not None else predictor
+
+
+def padding_device(args: argparse.Namespace, accelerator: Any) -> Any:
+    """The device whose padding rule the epochs follow: --pad-multiple's (8: a GPU's, 1: a CPU's), else the run's."""
+    return {8: "cuda", 1: "cpu"}.get(args.pad_multiple, accelerator.device)
+
+
+def training_epoch(args: argparse.Namespace, subset: str, tokenizer: Any, release: Release, padding: Any,
                    dev_table: Any, dev_questions: int) -> tuple[Epoch, str]:
     """The training epoch a run of this subset meets: the training set's windows (--train), else the dev set's
-    training windows drawn (seeded, with repeats) at the training set's size in questions."""
-    from expmrc.features.windows import WindowDataset
-
-    pad = tokenizer.pad_token_id or 0
+    training windows drawn (seeded, with repeats) at the training set's size in questions; padded on `padding`'s
+    rule (`padding_device`)."""
+    predictor = predictor_for(subset, tokenizer, release, padding)
     if subset in args.train:
         table, _, _ = windows(subset, args.train[subset], tokenizer, release, True, args.questions, dev=False)
-        data = WindowDataset(table, True, pad, pad_multiple, release.max_seq_length)
-        return Epoch(data, np.arange(len(table))), f"training set ({args.train[subset]})"
+        return Epoch(predictor.windows(table, True), np.arange(len(table))), f"training set ({args.train[subset]})"
     questions = args.train_questions[subset] or 3 * dev_questions
     count = max(1, round(len(dev_table) / max(1, dev_questions) * questions))
     drawn = np.random.default_rng(args.seed).integers(0, len(dev_table), size=count)
-    data = WindowDataset(dev_table, True, pad, pad_multiple, release.max_seq_length)
-    return Epoch(data, drawn), f"dev windows drawn to {questions:,} questions"
+    return Epoch(predictor.windows(dev_table, True), drawn), f"dev windows drawn to {questions:,} questions"
 
 
 def timed_steps(model: Any, epoch: Epoch, args: argparse.Namespace, release: Release, accumulation: int,
-                accelerator: Any) -> float:
-    """Seconds of the first --sample-steps steps of the run's loop on this epoch, after --warmup-steps untimed ones."""
-    from expmrc.training.loop import TrainConfig, train
+                accelerator: Any) -> dict[str, Any]:
+    """Seconds of the first --sample-steps steps of the run's loop on this epoch, after --warmup-steps untimed ones
+    (with graphs: after the sample's steps twice, untimed), and what the graphs did."""
+    from expmrc.training.loop import LossWindow, TrainConfig, prepare_training, run_step, synchronize
 
-    seconds = 0.0
-    for steps in (args.warmup_steps, args.sample_steps):
-        if not steps:
-            continue
-        with tempfile.TemporaryDirectory() as folder:
-            config = TrainConfig(output_dir=folder, num_train_epochs=release.epochs, max_steps=steps,
-                                 train_batch_size=release.batch, gradient_accumulation_steps=accumulation,
-                                 mixed_precision="auto", seed=args.seed, save_checkpoints_steps=10**9,
-                                 logging_steps=10**9)
-            seconds = train(model, epoch, config, accelerator).seconds
-    return seconds
+    steps = math.ceil(release.epochs * len(epoch) / release.batch)
+    with tempfile.TemporaryDirectory() as folder:
+        config = TrainConfig(output_dir=folder, num_train_epochs=release.epochs, max_steps=steps,
+                             train_batch_size=release.batch, gradient_accumulation_steps=accumulation,
+                             mixed_precision="auto", seed=args.seed, save_checkpoints_steps=10**9, logging_steps=10**9,
+                             cuda_graphs=args.cuda_graphs)
+        run = prepare_training(model, epoch, config, accelerator)
+        run.model.train()
+        window = LossWindow(torch.zeros((), device=accelerator.device))
+
+        def timed(which: list[int]) -> float:
+            synchronize(accelerator.device)
+            began = time.perf_counter()
+            for step in which:
+                window.add(run_step(run, step, config, accelerator), step + 1)
+            synchronize(accelerator.device)
+            return time.perf_counter() - began
+
+        sample = list(range(args.sample_steps))
+        first = timed(list(range(args.warmup_steps)) if run.graphs is None else sample * 2)  # graphs: each key captured
+        seconds = timed(sample)
+    found: dict[str, Any] = {"seconds": seconds, "graphs": None}
+    if run.graphs is not None:
+        graphs = run.graphs
+        plan, tokens = graphs.data.plan, graphs.data.tokens
+        met = {key[-1] for key in graphs.seen if key[0] != "update"}
+        found["graphs"] = {"used": True, **graphs.record(), "buckets_met": len(met)}
+        found["overhead"] = max(0.0, first - 2 * seconds) * len(plan.buckets) / max(1, len(met))
+        found["step_tokens"] = [sum(plan.place(int(tokens[p].sum()))[0] * 1.0 for p in pieces_of(run, step, config,
+                                    accelerator)) for step in range(steps)]
+    return found
 
 
-def predicted(model: Any, subset: str, dev_path: str, tokenizer: Any, release: Release, pad_multiple: int,
-              args: argparse.Namespace, accelerator: Any) -> dict[str, float]:
-    """The dev set predicted as the run predicts it (batches of 32, longest first) and decoded: seconds of each."""
-    from expmrc.features.windows import WindowDataset
-    from expmrc.inference.predictor import predict
-    from expmrc.tasks import TASKS
+def pieces_of(run: Any, step: int, config: Any, accelerator: Any) -> list[list[int]]:
+    from expmrc.training.loop import step_pieces
 
+    return step_pieces(run.stream.indices(step), config, accelerator, run.chunk)
+
+
+def predicted(model: Any, subset: str, dev_path: str, tokenizer: Any, release: Release, args: argparse.Namespace,
+              accelerator: Any, buckets: Any = None) -> dict[str, float]:
+    """The dev set predicted as the run predicts it (its task predictor: batches of 32, longest first, in a graphed
+    run's buckets) and decoded: seconds of each."""
     began = time.perf_counter()
     table, questions, _ = windows(subset, dev_path, tokenizer, release, False, args.questions)
     built = time.perf_counter()
-    outputs = predict(model, WindowDataset(table, False, tokenizer.pad_token_id or 0, pad_multiple,
-                                           release.max_seq_length), release.predict_batch, accelerator)
+    predictor = predictor_for(subset, tokenizer, release, accelerator, buckets)
+    outputs = predictor.outputs(model, table)
     done = time.perf_counter()
-    spec = TASKS[KIND[subset]]
-    spec.decode(questions, table, outputs, release.settings(spec))
+    predictor.spec.decode(questions, table, outputs, predictor.settings)
     return {"predict_windows": len(table), "predict_features_seconds": built - began, "predict_seconds": done - built,
             "decode_seconds": time.perf_counter() - done}
 
 
 def measure_shape(subset: str, shape: str, epoch: Epoch, args: argparse.Namespace, release: Release,
-                  tokenizer: Any, pad_multiple: int, accelerator: Any, peak: float | None) -> dict[str, Any]:
+                  tokenizer: Any, accelerator: Any, peak: float | None) -> dict[str, Any]:
     """One subset on one BERT shape: sampled steps, the projected 2-epoch training, prediction and decoding."""
     from expmrc.models.heads import LossSettings
     from expmrc.models.choice import ChoiceModel
     from expmrc.models.span import SpanModel
+    from expmrc.inference.buckets import BucketPlan
     from expmrc.models.unpadded import resolve_attention
 
     accumulation = ACCUMULATION[shape]
@@ -321,17 +372,22 @@ def measure_shape(subset: str, shape: str, epoch: Epoch, args: argparse.Namespac
     path, _ = resolve_attention(args.attention, accelerator.device.type, accelerator.mixed_precision, False)
     model.use_attention(path)
     costs = step_costs(epoch, release, accumulation, args.seed)
+    timing = timed_steps(model, epoch, args, release, accumulation, accelerator)
+    seconds, graphs = timing["seconds"], timing["graphs"]
+    if graphs:  # computed tokens: each forward pass's bucket
+        costs[:, 0] = timing["step_tokens"][:len(costs)]
     sampled = costs[:args.sample_steps]
-    seconds = timed_steps(model, epoch, args, release, accumulation, accelerator)
-    train = seconds * costs[:, 0].sum() / sampled[:, 0].sum()
+    train = seconds * costs[:, 0].sum() / sampled[:, 0].sum() + timing.get("overhead", 0.0)
     computed, real = flops(costs, config)
-    row = {"shape": shape, "attention": model.attention_path, "accumulation": accumulation, "sampled_steps": len(sampled), "sampled_seconds": seconds,
-           "step_ms": 1000 * seconds / len(sampled), "sampled_tokens": float(sampled[:, 0].sum()),
-           "tokens_ratio": float(costs[:, 0].mean() / sampled[:, 0].mean()), "train_seconds": train,
-           "tflops": computed / train / 1e12, "tflops_real": real / train / 1e12}
+    row = {"shape": shape, "attention": model.attention_path, "accumulation": accumulation, "sampled_steps": len(sampled),
+           "sampled_seconds": seconds, "step_ms": 1000 * seconds / len(sampled),
+           "sampled_tokens": float(sampled[:, 0].sum()), "tokens_ratio": float(costs[:, 0].mean() / sampled[:, 0].mean()),
+           "train_seconds": train, "tflops": computed / train / 1e12, "tflops_real": real / train / 1e12,
+           "cuda_graphs": graphs, "graph_overhead_seconds": timing.get("overhead")}
     row["mfu"] = row["tflops"] / peak if peak else None
     row["mfu_real"] = row["tflops_real"] / peak if peak else None
-    row.update(predicted(model, subset, args.dev[subset], tokenizer, release, pad_multiple, args, accelerator))
+    plan = BucketPlan.from_record(graphs["buckets"], "the run's plan") if graphs else None
+    row.update(predicted(model, subset, args.dev[subset], tokenizer, release, args, accelerator, plan))
     accelerator.free_memory()
     del model
     if accelerator.device.type == "cuda":
@@ -339,12 +395,12 @@ def measure_shape(subset: str, shape: str, epoch: Epoch, args: argparse.Namespac
     return row
 
 
-def subset_figures(subset: str, args: argparse.Namespace, release: Release, tokenizer: Any, pad_multiple: int,
+def subset_figures(subset: str, args: argparse.Namespace, release: Release, tokenizer: Any, padding: Any,
                    accelerator: Any, peak: float | None) -> dict[str, Any]:
     """Every shape of one subset, and what they share: the epoch's size, steps and tokens."""
     began = time.perf_counter()
     dev_table, dev_questions, unknown = windows(subset, args.dev[subset], tokenizer, release, True, args.questions)
-    epoch, source = training_epoch(args, subset, tokenizer, release, pad_multiple, dev_table, len(dev_questions))
+    epoch, source = training_epoch(args, subset, tokenizer, release, padding, dev_table, len(dev_questions))
     costs = step_costs(epoch, release, 1, args.seed)
     figures: dict[str, Any] = {
         "kind": KIND[subset], "source": source, "dev_file": args.dev[subset], "dev_questions": len(dev_questions),
@@ -354,8 +410,7 @@ def subset_figures(subset: str, args: argparse.Namespace, release: Release, toke
         "computed_token_length": float(costs[:, 1].sum()), "real_token_length": float(costs[:, 3].sum()),
         "unknown_share": unknown, "features_seconds": time.perf_counter() - began, "shapes": {}}
     for shape in args.shapes:
-        figures["shapes"][shape] = measure_shape(subset, shape, epoch, args, release, tokenizer, pad_multiple,
-                                                 accelerator, peak)
+        figures["shapes"][shape] = measure_shape(subset, shape, epoch, args, release, tokenizer, accelerator, peak)
     return figures
 
 
@@ -369,6 +424,12 @@ def print_row(subset: str, figures: dict[str, Any], device: str) -> None:
               f"{figures['full_steps']:,} | {r['step_ms']:.1f} | {r['tokens_ratio']:.3f} | {r['train_seconds']:.1f} | "
               f"{r['tflops']:.3g} | {percent(r['mfu'])} | {percent(r['mfu_real'])} | {r['predict_seconds']:.2f} | "
               f"{r['decode_seconds']:.2f} | {device} |", flush=True)
+        graphs = r.get("cuda_graphs")
+        if graphs:
+            print(f"|  | ↳ graphs | {len(graphs['buckets']['buckets'])} token buckets, {100 * graphs['padding']:.1f}% "
+                  f"of the run's tokens padding | {graphs['buckets_met']} met in the sample, {graphs['graphs']} captured "
+                  f"in {graphs['capture_seconds']:.2f} s; warm-ups and captures of the run {r['graph_overhead_seconds']:.1f} s "
+                  f"|" + "  |" * 9 + f" {device} |", flush=True)
 
 
 def epoch_line(subset: str, f: dict[str, Any]) -> str:
@@ -384,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from expmrc.data.io import check_output_path, write_json_atomic
     from expmrc.errors import ExpmrcError
+    from expmrc.inference.task_predictor import pad_multiple
     from expmrc.training.loop import TrainConfig, make_accelerator
 
     if args.json:  # before any work: not one of the inputs, and writable
@@ -402,21 +464,23 @@ def main(argv: list[str] | None = None) -> int:
         "precision": accelerator.mixed_precision, "command": shlex.join(["benchmarks/bench_subset_steps.py", *sys.argv[1:]]),
         "settings": {**vars(release), "seed": args.seed, "vocab_size": len(tokenizer), "tiny": args.tiny},
         "subsets": {}, "not_measured": []}
+    padding = padding_device(args, accelerator)
+    multiple = pad_multiple(padding)
     print(f"device {device}; torch {torch.__version__}; {accelerator.mixed_precision} precision; "
           f"{release.max_seq_length} tokens, batch {release.batch}, {release.epochs} epochs; vocabulary "
           f"{len(tokenizer):,} tokens; {args.sample_steps} steps timed after {args.warmup_steps}; batches padded to "
-          f"multiples of {args.pad_multiple or (8 if cuda else 1)}")
+          f"multiples of {multiple} (the package's rule on {torch.device(padding).type}); --cuda_graphs "
+          f"{args.cuda_graphs}")
     print("| subset | shape | training epoch | windows | steps timed | ms/step | tokens, epoch/sample | training s "
           "(2 epochs) | TFLOP/s | MFU | MFU, real tokens | predict s | decode s | device |\n"
           "| --- | --- | --- |" + " ---: |" * 10 + " --- |")
-    pad_multiple = args.pad_multiple or (8 if cuda else 1)  # as the baseline pads
     epochs: list[str] = []
     for subset in args.subsets:
         if args.budget and time.perf_counter() - began > args.budget:
             result["not_measured"].append(subset)
             continue
         try:
-            result["subsets"][subset] = subset_figures(subset, args, release, tokenizer, pad_multiple, accelerator, peak)
+            result["subsets"][subset] = subset_figures(subset, args, release, tokenizer, padding, accelerator, peak)
         except ExpmrcError as exc:  # a file that is not the subset's, or not readable: one line
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -424,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
         epochs.append(epoch_line(subset, result["subsets"][subset]))
         if args.json:
             write_json_atomic(args.json, result, indent=2)
-    print(f"\nthe full runs' training epochs (padded to multiples of {pad_multiple}), shared by every shape:\n"
+    print(f"\nthe full runs' training epochs (padded to multiples of {multiple}), shared by every shape:\n"
           "| subset | training epoch | windows | steps (2 epochs) | M tokens computed | padding | dev features s |\n"
           "| --- | --- |" + " ---: |" * 5 + "\n" + "\n".join(epochs))
     if result["not_measured"]:

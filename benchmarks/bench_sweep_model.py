@@ -12,7 +12,11 @@ Its inputs are what three benchmarks wrote with --json:
                      less its training: start-up (process, model, features from the shared cache), prediction,
                      decoding, scoring, saving the model;
   --gpu FILE         benchmarks/bench_gpu.py: our models' step times at 512 tokens × 32 per shape and task, whose
-                     large / base ratio stands in for large where bench_subset_steps.py timed base only.
+                     large / base ratio stands in for large where bench_subset_steps.py timed base only;
+  --run-record SUBSET=FILE  the run_info.json of a finished release run of that subset (scripts/run_<subset>.sh):
+                     its measured start-up, everything the run did outside training and prediction (process start
+                     and imports, features, model load, saving, scoring: timing.phases' wall less its training and
+                     prediction), which takes the place of the other start-up figures (base; large: modelled).
 A run = start-up (the short run's, less its prediction and decoding) + 2-epoch training + prediction + decoding.
 RUNS_PER_GPU is chosen per size as the k whose measured gain is highest (1 where packing was not measured for that
 size, or gains nothing); the sweep's GPU-hours per subset and size = 35 runs × a run ÷ that gain. Every figure is
@@ -162,6 +166,8 @@ PACKING_FILE = Record({"device": Text()}, {
     "subsets": Table(Record({"overhead": SECONDS}), names=SUBSETS),
     "packing": Table(Record({"gain_train": Number(above=True, most=1000.0)}), counts=True),
     "extra_args": Text(), "packing_subset": Text(SUBSETS)})
+RUN_RECORD = Record({"status": Text(("finished",)), "timing": Record(
+    {"phases": Record({"wall": SECONDS}, {"training": SECONDS, "prediction": SECONDS})}, {"device": Text()})})
 GPU_FILE = Record({"device": Text(), "cases": ListOf(Record(
     {"shape": Text(), "task": Text(), "precision": Text(), "compile": Flag(), "model": Text(),
      "step_ms": Number(above=True, most=1e9)}))}, {"seq": COUNT, "batch": COUNT})
@@ -206,6 +212,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--gpu", help="bench_gpu.py --json's file")
     parser.add_argument("--startup", type=float, default=30.0, help="a run's start-up in seconds where no bench_sweep.py "
                         "figure gives it (default 30, modelled)")
+    parser.add_argument("--run-record", action="append", default=[], metavar="SUBSET=FILE",
+                        help="a finished release run's run_info.json: its measured start-up (repeatable)")
     parser.add_argument("--tflops", type=float, default=None, help="for runs bench_subset_steps.py did not time: "
                         "training at this many TFLOP/s on computed tokens (modelled; default: such runs are left out)")
     args = parser.parse_args(argv)
@@ -227,7 +235,29 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         packing[size].append(read(parser, path, "--packing", PACKING_FILE))
     args.packing = packing
     args.gpu = read(parser, args.gpu, "--gpu", GPU_FILE) if args.gpu else None
+    args.run_record = dict(run_startup(parser, text) for text in args.run_record)
     return args
+
+
+def run_startup(parser: argparse.ArgumentParser, text: str) -> tuple[str, tuple[float, str, str]]:
+    """SUBSET=FILE as (subset, (start-up seconds, device, file)): a finished release run's wall less its training
+    and prediction (its record's timing.phases); one line naming the file and the key otherwise."""
+    name, _, path = text.partition("=")
+    if name not in SUBSETS or not path:
+        parser.error(f"--run-record takes SUBSET=FILE with SUBSET one of {', '.join(SUBSETS)}; got {text!r}")
+    if not Path(path).is_file():
+        parser.error(f"{path}: cannot read --run-record's JSON (not a regular file)")
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=unique_keys)
+        RUN_RECORD.check(record, "")
+    except (OSError, ValueError, RecursionError) as exc:
+        parser.error(f"{path}: cannot read --run-record's JSON ({exc or type(exc).__name__})")
+    except Invalid as exc:
+        parser.error(f"{path} (--run-record): {exc}; a finished run's record with its time per phase (expmrc "
+                     "records timing.phases since issue 40)")
+    phases = record["timing"]["phases"]
+    seconds = phases["wall"] - phases.get("training", 0.0) - phases.get("prediction", 0.0)
+    return name, (max(0.0, seconds), str(record["timing"].get("device") or "an unnamed device"), path)
 
 
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -316,7 +346,13 @@ def training(args: argparse.Namespace, name: str, size: str) -> tuple[Figure, Fi
 def startup(args: argparse.Namespace, name: str, size: str) -> Figure:
     """A run's start-up other than prediction and decoding: bench_sweep.py's short run of the subset less its training,
     less the prediction and decoding bench_subset_steps.py measured (a subset no bench_sweep.py file ran takes the
-    first one that was run, modelled)."""
+    first one that was run, modelled); a --run-record's measured start-up comes first."""
+    if args.run_record:
+        ran = name if name in args.run_record else next(iter(args.run_record))
+        seconds, device, path = args.run_record[ran]
+        where = f"{ran}'s release run ({path}) outside training and prediction, on {device}"
+        exact = ran == name and size == "base" and device == args.steps["device"]
+        return Figure(seconds, exact, where if exact else f"start-up: {where}, for a subset, size or device it did not run")
     sweeps = [s for s in args.packing[size] or args.packing["base"] if s.get("subsets")]
     if not sweeps:
         return Figure(args.startup, False, f"an assumed start-up of {args.startup:g} s (no bench_sweep.py figure)")
@@ -342,7 +378,7 @@ def runs_per_gpu(args: argparse.Namespace, size: str) -> tuple[int, float, str, 
     k = max(gains, key=lambda j: gains[j])
     extra = sweep.get("extra_args", "").strip()
     how = (f"bench_sweep.py on {sweep['device']}, {sweep.get('packing_subset', '?')} runs "
-           f"{'with ' + extra if extra else 'eager'}, gains {', '.join(f'k={j}: {g:.2f}' for j, g in sorted(gains.items()))}")
+           f"{'with ' + extra if extra else 'as released'}, gains {', '.join(f'k={j}: {g:.2f}' for j, g in sorted(gains.items()))}")
     if gains[k] <= 1.0:
         return 1, 1.0, how, sweep.get("packing_subset")
     return k, gains[k], how, sweep.get("packing_subset")

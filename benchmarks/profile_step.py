@@ -7,8 +7,10 @@ Training windows of the first --questions CMRC 2018 training questions ($EXPMRC_
 bench_gpu.py's character vocabulary unless --tokenizer), a randomly initialised `SpanModel`, and the loop's own
 preparation and steps (`prepare_training`, `run_step`, `LossWindow`), so the step profiled is the one a run takes.
 After --warmup steps, --steps steps run under torch.profiler for each of the --variants: the encoder on the
-padded path (`--attention padded`), on the unpadded path, and on the unpadded path with fused kernels
-(`--fused_kernels True`, compiled by --compile-backend during the warm-up). Printed per variant and step:
+padded path (`--attention padded`), on the unpadded path, on the unpadded path with fused kernels
+(`--fused_kernels True`, compiled by --compile-backend during the warm-up), and the unpadded step replayed as a
+CUDA graph (`--cuda_graphs on`, one token bucket, so the warm-up captures it: at least 3 warm-up steps; on a CPU
+the same steps run uncaptured, which checks the script only). Printed per variant and step:
 operators dispatched (each one a kernel launch or more on a GPU), reads of a tensor's value back to the host
 (`aten::_local_scalar_dense`: on a GPU each waits for the device), split into those inside the optimizer (on a
 CPU its step counters live on the host; fused AdamW on CUDA reads none) and all others, and the host's
@@ -32,10 +34,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+from _common import task_predictor  # noqa: E402
 from bench_gpu import bert_config, character_tokenizer  # noqa: E402
 
 READ = "aten::_local_scalar_dense"  # under .item(), bool(tensor), float(tensor), .tolist() of one value
-VARIANTS = ("padded", "unpadded", "fused")
+VARIANTS = ("padded", "unpadded", "fused", "graphs")
 ACTIVITIES = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA]
                                                       if torch.cuda.is_available() else [])
 # kernel-name pieces (lower case) of each bucket, the first bucket that matches wins; the rest is "elementwise"
@@ -62,8 +65,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=2, help="steps before profiling (default 2)")
     parser.add_argument("--steps", type=int, default=3, help="steps profiled (default 3)")
     parser.add_argument("--top", type=int, default=12, help="operators listed by host time (default 12)")
-    parser.add_argument("--variants", default="padded,unpadded", help=f"comma-separated, of {', '.join(VARIANTS)} "
-                        "(default padded,unpadded)")
+    parser.add_argument("--variants", default="padded,unpadded,graphs", help=f"comma-separated, of {', '.join(VARIANTS)} "
+                        "(default padded,unpadded,graphs)")
     parser.add_argument("--compile-backend", default="inductor", help="torch.compile backend of the fused variant")
     args = parser.parse_args(argv)
     args.variants = [v for v in args.variants.split(",") if v in VARIANTS or parser.error(f"unknown variant {v!r}")]
@@ -73,19 +76,18 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def windows(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The training windows of the first --questions questions, and their tokenizer."""
+    """The training windows of the first --questions questions, built and padded by the package's task predictor on
+    this machine's device (as a run pads there), and their tokenizer."""
     from transformers import AutoTokenizer
 
     from expmrc.data.training_sets import load_training_set
-    from expmrc.features.span import build_span_features
-    from expmrc.features.windows import WindowDataset
 
     tokenizer = AutoTokenizer.from_pretrained(args.tokenizer) if args.tokenizer else character_tokenizer([args.train])
     questions = load_training_set(args.train, "cmrc2018").questions[:args.questions]
-    table, _ = build_span_features(questions, tokenizer, args.seq, min(128, args.seq // 2), min(64, args.seq // 4),
-                                   True, True)
-    multiple = 8 if torch.cuda.is_available() else 1  # as the baseline pads
-    return WindowDataset(table, True, tokenizer.pad_token_id or 0, multiple, args.seq), tokenizer
+    predictor = task_predictor("span", tokenizer, "cuda" if torch.cuda.is_available() else "cpu",
+                               max_seq_length=args.seq, doc_stride=min(128, args.seq // 2),
+                               max_query_length=min(64, args.seq // 4))
+    return predictor.windows(predictor.features(questions, is_training=True)[0], with_labels=True), tokenizer
 
 
 def in_optimizer(event: Any) -> bool:
@@ -126,9 +128,16 @@ def profile(args: argparse.Namespace, variant: str, folder: str, top: bool) -> N
     from expmrc.models.span import SpanModel
     from expmrc.training.loop import LossWindow, TrainConfig, make_accelerator, prepare_training, run_step
 
+    from expmrc.training import graphs
+
+    graphed = variant == "graphs"
+    warmup = max(args.warmup, graphs.WARMUP_STEPS + 1) if graphed else args.warmup
+    if graphed and not torch.cuda.is_available():  # a CPU runs the graphed steps uncaptured (the script's check)
+        graphs.GRAPHED_DEVICES = (*graphs.GRAPHED_DEVICES, "cpu")
     data, tokenizer = windows(args)
     config = TrainConfig(output_dir=f"{folder}/{variant}", train_batch_size=args.batch,
-                         max_steps=args.warmup + args.steps, logging_steps=10**6, save_checkpoints_steps=10**6)
+                         max_steps=warmup + args.steps, logging_steps=10**6, save_checkpoints_steps=10**6,
+                         cuda_graphs="on" if graphed else "off", graph_buckets=1)
     accelerator = make_accelerator(config)
     model_config = bert_config(args.shape, args.seq)
     model_config.vocab_size = max(model_config.vocab_size, len(tokenizer))
@@ -137,12 +146,12 @@ def profile(args: argparse.Namespace, variant: str, folder: str, top: bool) -> N
     run = prepare_training(model, data, config, accelerator)
     run.model.train()
     window = LossWindow(torch.zeros((), device=accelerator.device))
-    for step in range(args.warmup):
+    for step in range(warmup):
         window.add(run_step(run, step, config, accelerator), step + 1)
     synchronize(accelerator.device)
     with torch.profiler.profile(activities=ACTIVITIES) as profiler:
         began = time.perf_counter()
-        for step in range(args.warmup, args.warmup + args.steps):
+        for step in range(warmup, warmup + args.steps):
             window.add(run_step(run, step, config, accelerator), step + 1)
         host = (time.perf_counter() - began) / args.steps
         synchronize(accelerator.device)

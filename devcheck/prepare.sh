@@ -56,7 +56,7 @@ for name in LACKING:
 sys.path.insert(0, "benchmarks")
 for module in ("expmrc.training.span_task", "expmrc.training.choice_task", "expmrc.cli.pseudo", "expmrc.scoring.scorer",
                "expmrc.inference.rerun", "expmrc.llm.nli", "bench_unpadded", "profile_step", "bench_subset_steps",
-               "bench_sweep_model", "bench_judge"):
+               "bench_sweep_model", "bench_sweep", "bench_judge", "expmrc.training.graphs"):
     __import__(module)
 EOF
 du -sh "$CARRY" | sed 's/\t/ /'

@@ -34,12 +34,20 @@ with the step the same command resumes from. A killed run leaves "running" behin
 only "finished" runs. A rerun that stops on an error never rewrites the record of a run that had finished.
 Records of earlier versions still read: schema 2 and 1 training records, and the LLM records that had no
 schema (recognised by their `backend` and `template`; an LLM folder was only ever written whole, finished).
+
+A training record's `timing` says where the run's time went: `train_seconds` and what the loop measured within it
+(compiling, checkpoints, CUDA graph captures), and `phases` (`Phases`): seconds of the process before the run
+started (`startup`: the interpreter and imports), reading or building each set's features, loading the model,
+saving it, predicting, scoring, and `wall`, the process's time until the record's last write. Records written
+before `phases` existed have none (`recorded_phases` gives {}); the keys are only ever added to.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -205,6 +213,52 @@ def _environment_of(value: dict[str, Any], where: str) -> Environment | None:
     if isinstance(versions, dict):
         return Environment({str(k): (v if isinstance(v, str) else None) for k, v in versions.items()})
     return None
+
+
+def process_seconds() -> float | None:
+    """Seconds since this process started (Linux: from /proc; None where that cannot be read)."""
+    try:
+        fields = Path("/proc/self/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        uptime = float(Path("/proc/uptime").read_text(encoding="ascii").split()[0])
+        return max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Phases:
+    """The seconds a run spends in each named phase (several spans of one phase add up), and its process's start-up:
+    what the record keeps under `timing.phases`."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        started = process_seconds()
+        if started is not None:
+            self.seconds["startup"] = started
+        self.origin = time.perf_counter() - (started or 0.0)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the body as (part of) phase `name`, whether it ends or raises."""
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - began
+
+    def as_dict(self) -> dict[str, float]:
+        """Each phase's seconds, and `wall`, the process's seconds so far (rounded to milliseconds)."""
+        return {**{name: round(value, 3) for name, value in self.seconds.items()},
+                "wall": round(time.perf_counter() - self.origin, 3)}
+
+
+def recorded_phases(record: RunRecord) -> dict[str, float]:
+    """A training record's phases in seconds (`timing.phases`); {} for records written before they were kept, and
+    for any value that is not a number."""
+    timing = record.get("timing")
+    phases = timing.get("phases") if isinstance(timing, dict) else None
+    if not isinstance(phases, dict):
+        return {}
+    return {str(k): float(v) for k, v in phases.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 class NewerRecord(ExpmrcError):

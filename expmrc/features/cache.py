@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,8 +87,28 @@ def file_sha256(path: str) -> str:
     return digest.hexdigest()
 
 
+_FINGERPRINTS: weakref.WeakKeyDictionary[PreTrainedTokenizerBase, tuple[int, str]] = weakref.WeakKeyDictionary()
+
+
 def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
-    """A hash of everything in a fast tokenizer that changes its output: its serialized pipeline and class."""
+    """A hash of everything in a fast tokenizer that changes its output: its serialized pipeline and class. Worked
+    out once per tokenizer object and vocabulary size (a run keys its training and prediction features, and checks
+    its signature, with the same tokenizer: serializing a 36k-token pipeline three times cost a run seconds)."""
+    try:
+        size, known = _FINGERPRINTS[tokenizer]
+        if size == len(tokenizer):
+            return known
+    except (KeyError, TypeError):
+        pass
+    value = _fingerprint(tokenizer)
+    try:
+        _FINGERPRINTS[tokenizer] = (len(tokenizer), value)
+    except TypeError:  # an object that takes no weak reference: worked out each time
+        pass
+    return value
+
+
+def _fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:  # truncation and padding are call settings the last encoding left behind
         pipeline = {k: v for k, v in json.loads(backend.to_str()).items() if k not in ("truncation", "padding")}

@@ -332,23 +332,46 @@ class TableBuilder:
 class WindowDataset:
     """A FeatureTable as the model's batches: `batch(windows)` pads rows to the longest, rounded up to a
     multiple of `pad_multiple` (8 gives tensor-core friendly shapes on GPUs; at most `max_length`), or to the
-    shortest of `buckets` that holds them (a compiled model then meets a few fixed shapes), and adds masks."""
+    shortest of `buckets` that holds them (a compiled model then meets a few fixed shapes), and adds masks;
+    multiple-choice windows to the batch's most options, or to `width` options (a static shape) when more."""
 
     def __init__(self, table: FeatureTable, with_labels: bool, pad_id: int, pad_multiple: int = 1,
-                 max_length: int | None = None, buckets: Sequence[int] = ()) -> None:
+                 max_length: int | None = None, buckets: Sequence[int] = (), width: int = 0) -> None:
         self.table = table
         self.with_labels = with_labels
         self.pad_id = pad_id
         self.pad_multiple = max(1, pad_multiple)
         self.max_length = max_length
         self.buckets = tuple(sorted(buckets))
+        self.width = width
         self._lengths: np.ndarray | None = None
 
     def bucketed(self, buckets: Sequence[int]) -> WindowDataset:
         """The same windows padded to `buckets` (the table and its lengths are shared, nothing is copied)."""
-        padded = WindowDataset(self.table, self.with_labels, self.pad_id, self.pad_multiple, self.max_length, buckets)
+        padded = WindowDataset(self.table, self.with_labels, self.pad_id, self.pad_multiple, self.max_length, buckets,
+                               self.width)
         padded._lengths = self._lengths
         return padded
+
+    def fixed(self) -> WindowDataset:
+        """The same windows at one fixed shape: every row padded to `max_length` (else the longest window) and every
+        window to the table's most rows, so that batches of as many windows all have the same shape."""
+        longest = self.max_length or int(self.lengths().max(initial=1))
+        padded = WindowDataset(self.table, self.with_labels, self.pad_id, 1, longest, (longest,), self.widest())
+        padded._lengths = self._lengths
+        return padded
+
+    def widest(self) -> int:
+        """The most rows any window has (1 for span extraction; the most options for multiple choice)."""
+        return int(np.diff(self.table.window_ptr).max(initial=1))
+
+    def real_tokens(self) -> np.ndarray:
+        """Each window's real tokens in a batch of this dataset's `width`: its rows' tokens, and one for each option
+        row it is padded with (which attends to its first position)."""
+        t = self.table
+        rows = np.diff(t.window_ptr)
+        tokens = np.add.reduceat(np.diff(t.row_ptr), t.window_ptr[:-1]) if len(self) else np.zeros(0, np.int64)
+        return tokens.astype(np.int64) + np.maximum(self.width - rows, 0)
 
     def __len__(self) -> int:
         return len(self.table)
@@ -362,7 +385,7 @@ class WindowDataset:
     def batch_shape(self, windows: Sequence[int]) -> tuple[int, int, int]:
         """(windows, rows per window, tokens per row) of the padded batch of these windows."""
         t = self.table
-        width = max(int(t.window_ptr[w + 1] - t.window_ptr[w]) for w in windows)
+        width = max(self.width, *(int(t.window_ptr[w + 1] - t.window_ptr[w]) for w in windows))
         longest = max(int(self.lengths()[w]) for w in windows)
         if self.buckets:
             if longest > self.buckets[-1]:

@@ -42,7 +42,8 @@ def to_device(batch: dict[str, torch.Tensor], device: Any, keep_full_mask: bool 
     for "no mask", as it would decide itself after reading the mask back from the device; kept with
     `keep_full_mask` (a compiled model: one graph per shape) and on TPUs (one XLA graph per shape). A mask with
     padding goes with `row_lengths`, each row's real tokens counted on the host copy, which the unpadded
-    encoder needs before it can start (`expmrc.models.unpadded`) and would otherwise read back from the device.
+    encoder needs before it can start (`expmrc.models.unpadded`) and would otherwise read back from the device; a
+    static layout's batch (`cu_lengths`) goes with the row lengths it lays out, its dummy rows included.
     """
     kind = torch.device(device).type
     if kind == "cuda":
@@ -52,7 +53,10 @@ def to_device(batch: dict[str, torch.Tensor], device: Any, keep_full_mask: bool 
     else:
         moved = {key: value.to(device) for key, value in batch.items()}
     mask = batch.get("attention_mask")
-    if mask is not None and mask.device.type == "cpu" and not keep_full_mask and kind != "xla":
+    layout = batch.get("cu_lengths")
+    if layout is not None and layout.device.type == "cpu":  # a static layout: its rows, dummy ones too
+        moved["row_lengths"] = tuple(np.diff(layout.numpy()).tolist())
+    elif mask is not None and mask.device.type == "cpu" and not keep_full_mask and kind != "xla":
         if mask.numpy().all():
             moved["attention_mask"] = None
         else:

@@ -14,6 +14,7 @@ re-predicts its own dev_predictions.json.
 from __future__ import annotations
 
 from contextlib import nullcontext
+from dataclasses import replace
 import logging
 from functools import partial
 from typing import Any
@@ -24,6 +25,7 @@ import torch
 from expmrc.data.datasets import Question
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import uses_token_types
+from expmrc.inference.buckets import BucketPlan, graphs_unavailable
 from expmrc.inference.saved import SavedModel
 from expmrc.inference.task_predictor import Predicted, TaskPredictor
 from expmrc.models.backbones import load_task_model, resolve_source
@@ -91,6 +93,12 @@ class FineTuned:
                                        autocast_for(chosen.precision, on))
         self.predictor.check_fits(self.model, f"{saved.where}: the recorded setting ")
         self.model.use_attention(resolve_attention(chosen.attention, on.type, chosen.precision, False)[0])
+        record = saved.record
+        if record.get("graph_buckets") is not None and graphs_unavailable(on.type, chosen.precision,
+                                                                          self.model.attention_path) is None:
+            # predicted in the graphed run's token buckets, as a predict-only run predicts where graphs run
+            self.predictor = replace(self.predictor, buckets=BucketPlan.from_record(record["graph_buckets"],
+                                                                                    saved.where))
         # transformers types PreTrainedModel.to as @wraps(nn.Module.to), an unbound signature: the device reads as self
         self.model.to(on).eval()  # type: ignore[arg-type]
         self.name = str(saved.folder)

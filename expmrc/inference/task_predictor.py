@@ -7,7 +7,9 @@ A `TaskPredictor` holds what predictions depend on: the task's spec, the tokeniz
 precision. Batches pad their rows by one policy (`pad_multiple`): to the longest row, rounded up to a multiple
 the device decides (8 on CUDA, for tensor-core shapes; 1 elsewhere, where padding buys nothing) and never past
 max_seq_length. A run's training batches pad the same way (a compiled run's to its length buckets instead,
-`training.loop.bucketed`), so a saved model re-predicts on a device exactly as its run predicted there.
+`training.loop.bucketed`), so a saved model re-predicts on a device exactly as its run predicted there. A run whose
+steps were replayed as CUDA graphs predicts in its token buckets (`buckets`, `expmrc.inference.buckets`) on the
+unpadded path, and so does its model re-predicting where graphs run.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from expmrc.data.datasets import Question, SpanQuestion
 from expmrc.decoding.spans import span_probability
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import FeatureReport, FeatureTable, WindowDataset
-from expmrc.inference.predictor import PREDICT_BATCH_SIZE, predict, predict_items
+from expmrc.inference.buckets import BucketedWindows, BucketPlan
+from expmrc.inference.predictor import PREDICT_BATCH_SIZE, Batches, predict, predict_items
 from expmrc.metrics.leaderboard import score_tokens
 from expmrc.tasks import TaskSettings, TaskSpec
 
@@ -93,13 +96,14 @@ class TaskPredictor:
     batch_size: int = PREDICT_BATCH_SIZE  # items per prediction batch, over all processes
     autocast: Callable[[], Any] = nullcontext  # the precision predictions run under
     accelerator: Accelerator | None = None  # a run's: its processes share the items and gather the outputs
+    buckets: BucketPlan | None = None  # a graphed run's token buckets: unpadded predictions laid out in them
 
     @classmethod
     def of_run(cls, spec: TaskSpec, tokenizer: PreTrainedTokenizerFast, settings: TaskSettings, token_types: bool,
-               accelerator: Accelerator, batch_size: int) -> TaskPredictor:
+               accelerator: Accelerator, batch_size: int, buckets: BucketPlan | None = None) -> TaskPredictor:
         """The predictor of a training run: its accelerator's device, precision and processes."""
         return cls(spec, tokenizer, settings, token_types, accelerator.device, batch_size, accelerator.autocast,
-                   accelerator)
+                   accelerator, buckets)
 
     def check_fits(self, model: TaskModel, prefix: str) -> None:
         """One line starting with `prefix` when max_seq_length exceeds the positions the model has."""
@@ -118,9 +122,17 @@ class TaskPredictor:
         return WindowDataset(table, with_labels, self.tokenizer.pad_token_id or 0, pad_multiple(self.device),
                              self.settings.max_seq_length)
 
+    def batches(self, model: torch.nn.Module, table: FeatureTable) -> Batches:
+        """The batches `model` predicts `table` in: padded windows, laid out in the token buckets where there are any
+        and the model runs the unpadded path."""
+        data = self.windows(table)
+        if self.buckets is not None and getattr(model, "attention_path", "padded") == "unpadded":
+            return BucketedWindows(data, self.buckets, for_training=False)
+        return data
+
     def outputs(self, model: torch.nn.Module, table: FeatureTable) -> list[dict[str, np.ndarray]]:
         """The model's per-window outputs, in window order, through the one prediction loop."""
-        data = self.windows(table)
+        data = self.batches(model, table)
         if self.accelerator is not None:
             return predict(model, data, self.batch_size, self.accelerator)
         found = predict_items(model, data, list(range(len(table))), self.batch_size, self.device, self.autocast)

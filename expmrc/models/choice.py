@@ -41,14 +41,17 @@ class ChoiceModel(TaskModel):
                 option_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, evidence_start: torch.Tensor | None = None,
                 evidence_end: torch.Tensor | None = None,
-                row_lengths: tuple[int, ...] | None = None) -> dict[str, torch.Tensor]:
+                row_lengths: tuple[int, ...] | None = None, pack_index: torch.Tensor | None = None,
+                cu_lengths: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Option logits [batch, options], evidence start/end logits [batch, length], and the loss given labels
-        (`row_lengths`: the real tokens of each option's row, rows of a question together, counted on the host)."""
+        (`row_lengths`: the real tokens of each option's row, rows of a question together, counted on the host;
+        `pack_index`, `cu_lengths`: a static layout, `TaskModel.encode`)."""
         batch, options, length = input_ids.shape
         rows = batch * options
         hidden = self.encode(input_ids.reshape(rows, length),
                              None if attention_mask is None else attention_mask.reshape(rows, length),
-                             None if token_type_ids is None else token_type_ids.reshape(rows, length), row_lengths)
+                             None if token_type_ids is None else token_type_ids.reshape(rows, length), row_lengths,
+                             pack_index, cu_lengths)
         hidden = hidden.reshape(batch, options, length, -1)
         pooled = self.pool(hidden[:, :, 0])
         option_logits = self.option_head(self.dropout(pooled)).squeeze(-1).float()

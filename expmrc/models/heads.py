@@ -32,7 +32,7 @@ from transformers.models.auto.modeling_auto import MODEL_MAPPING
 from expmrc.errors import ExpmrcError
 from expmrc.features.windows import IGNORE
 from expmrc.models.fused import Fusion
-from expmrc.models.unpadded import encode_unpadded, unpadded_support
+from expmrc.models.unpadded import StaticLayout, encode_unpadded, unpadded_support
 
 MASKED = -10000.0  # the logit of positions a span may not point at (finite: safe in fp16 and bf16)
 COUPLING_DEFAULTS = (4.96, 2.02, 3.10)  # c1, c2, c3 of the coupling regularizer (docs/coupling.md)
@@ -182,11 +182,20 @@ class TaskModel(PreTrainedModel):
         return function if self.fusion is None else self.fusion.region(function)
 
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
-               token_type_ids: torch.Tensor | None, row_lengths: tuple[int, ...] | None = None) -> torch.Tensor:
+               token_type_ids: torch.Tensor | None, row_lengths: tuple[int, ...] | None = None,
+               pack_index: torch.Tensor | None = None, cu_lengths: torch.Tensor | None = None) -> torch.Tensor:
         """The encoder's last hidden states [rows, length, hidden]. No `attention_mask` means no padding;
         `row_lengths`, each row's real tokens counted on the host, spares the unpadded path a read from the
-        device. Under SDPA the padding mask goes in as the 4D boolean mask the library would build from it, so
-        that the library does not first ask the device whether it can skip it (a host sync per forward pass)."""
+        device; `pack_index` and `cu_lengths`, a static layout's (`expmrc.models.unpadded.static_layout`), run the
+        unpadded path at fixed shapes. Under SDPA the padding mask goes in as the 4D boolean mask the library would
+        build from it, so that the library does not first ask the device whether it can skip it (a host sync per
+        forward pass)."""
+        if pack_index is not None and cu_lengths is not None:
+            if self.attention_path != "unpadded":
+                raise ExpmrcError("a static layout of packed tokens runs on the unpadded path only; this model takes "
+                                  "the padded one")
+            layout = StaticLayout(pack_index, cu_lengths, row_lengths)
+            return encode_unpadded(self.base_model, input_ids, None, token_type_ids, None, self.fusion, layout)
         if self.attention_path == "unpadded":
             return encode_unpadded(self.base_model, input_ids, attention_mask, token_type_ids, row_lengths,
                                    self.fusion)

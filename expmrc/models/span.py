@@ -32,10 +32,12 @@ class SpanModel(TaskModel):
                 token_type_ids: torch.Tensor | None = None, start_positions: torch.Tensor | None = None,
                 end_positions: torch.Tensor | None = None, evidence_start: torch.Tensor | None = None,
                 evidence_end: torch.Tensor | None = None,
-                row_lengths: tuple[int, ...] | None = None) -> dict[str, torch.Tensor]:
+                row_lengths: tuple[int, ...] | None = None, pack_index: torch.Tensor | None = None,
+                cu_lengths: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Answer and evidence start/end logits [batch, length], and the loss when labels are given (no
-        `attention_mask`: no padding; `row_lengths`: each row's real tokens, counted on the host)."""
-        hidden = self.encode(input_ids, attention_mask, token_type_ids, row_lengths)
+        `attention_mask`: no padding; `row_lengths`: each row's real tokens, counted on the host; `pack_index`,
+        `cu_lengths`: a static layout, `TaskModel.encode`)."""
+        hidden = self.encode(input_ids, attention_mask, token_type_ids, row_lengths, pack_index, cu_lengths)
         start, end = self.span_logits(self.answer_head, hidden, passage_mask)
         evidence_start_logits, evidence_end_logits = self.span_logits(self.evidence_head, hidden, passage_mask)
         out = {"start_logits": start, "end_logits": end, "evidence_start_logits": evidence_start_logits,

@@ -14,6 +14,13 @@ tokens only, packed into one [tokens, hidden] tensor:
 4. the packed states scattered back to [rows, length, hidden], zeros at the padding, for the heads (which
    mask every position outside the passage, so the padding never reaches a logit).
 
+A *static layout* (`StaticLayout`, what a step replayed as a CUDA graph needs: `expmrc.training.graphs`) fixes
+every shape: the batch padded to max_seq_length, its real tokens padded up to a bucket of token counts by dummy
+rows appended after the batch's rows (each of 1 to max_seq_length tokens, attending only within themselves, their
+states dropped), the flat positions of all of them and the rows' cumulative lengths built on the host
+(`static_layout`) and handed in as tensors. Nothing is then counted or read on the device, the attention kernel
+is told max_seq_length as its longest row, and the real rows' numbers are those of the plain unpadded path.
+
 Attention dropout stays on in training, as the library applies it (to the attention probabilities, with
 the module's own rate): on CUDA under bf16/fp16 the kernel is PyTorch's varlen FlashAttention
 (`torch.ops.aten._flash_attention_forward`, the op under SDPA on nested tensors, which takes dropout;
@@ -31,6 +38,7 @@ from functools import cached_property, lru_cache
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -107,31 +115,86 @@ def _plain_layer(layer: nn.Module) -> bool:
 
 @dataclass(frozen=True)
 class Packing:
-    """Where a batch's real tokens are: each row's length (on the host), their flat positions in [rows × length]
-    (None when nothing is padded) and the rows' cumulative lengths (int32, on the device) the kernels take."""
+    """Where a batch's real tokens are: each row's length (on the host; None for a static layout whose kernel reads
+    the device's `cu_lengths` alone), their flat positions in [rows × length] (None when nothing is padded) and the
+    rows' cumulative lengths (int32, on the device) the kernels take; `static_longest`, a static layout's fixed
+    longest row (max_seq_length), which a replayed graph keeps whatever the batch."""
 
     rows: int
     length: int
-    lengths: tuple[int, ...]
+    lengths: tuple[int, ...] | None
     index: torch.Tensor | None
     cu_lengths: torch.Tensor
+    static_longest: int | None = None
 
     @property
     def tokens(self) -> int:
-        """Real tokens in the batch."""
-        return sum(self.lengths)
+        """Tokens in the batch (a static layout's dummy rows included)."""
+        return sum(self.host_lengths)
+
+    @property
+    def host_lengths(self) -> tuple[int, ...]:
+        """Each row's tokens as the host counted them; one line when the layout left them on the device."""
+        if self.lengths is None:
+            raise ExpmrcError("this static layout's row lengths are on the device only (its attention needs "
+                              "FlashAttention's variable-length kernel: CUDA, bf16/fp16)")
+        return self.lengths
 
     @property
     def longest(self) -> int:
-        """The longest row's real tokens."""
-        return max(self.lengths, default=0)
+        """The longest row's tokens (a static layout: the length every row fits in)."""
+        if self.static_longest is not None:
+            return self.static_longest
+        return max(self.host_lengths, default=0)
 
     @cached_property
     def real(self) -> torch.Tensor:
         """Which positions are real when every row's tokens are laid out from its start to the longest row's
         length [rows, longest] (built once per batch on the host, then moved)."""
-        lengths = torch.tensor(self.lengths, dtype=torch.long)
-        return (torch.arange(self.longest)[None, :] < lengths[:, None]).to(self.cu_lengths.device, non_blocking=True)
+        lengths = torch.tensor(self.host_lengths, dtype=torch.long)
+        longest = max(self.host_lengths, default=0)
+        return (torch.arange(longest)[None, :] < lengths[:, None]).to(self.cu_lengths.device, non_blocking=True)
+
+
+@dataclass(frozen=True)
+class StaticLayout:
+    """A static layout's tensors (module docstring): `index`, the flat positions of the real tokens and then the
+    dummy rows' tokens in [(rows + dummy rows) × length] ([bucket], int64); `cu_lengths`, the cumulative lengths of
+    the rows and then the dummy rows ([rows + dummy rows + 1], int32); `lengths`, the same as host counts where
+    the attention needs them (the CPU's), else None."""
+
+    index: torch.Tensor
+    cu_lengths: torch.Tensor
+    lengths: tuple[int, ...] | None = None
+
+    def packing(self, rows: int, length: int) -> Packing:
+        """The packing of a [rows, length] batch laid out this way: its dummy rows follow its rows."""
+        total = self.cu_lengths.shape[0] - 1
+        if total < rows:
+            raise ExpmrcError(f"a static layout of {total} rows for a batch of {rows}")
+        return Packing(total, length, self.lengths, self.index, self.cu_lengths, static_longest=length)
+
+
+def static_layout(mask: np.ndarray, bucket: int, dummy_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The host side of a static layout of a padded batch whose attention mask is `mask` [rows, length]: its real
+    tokens' flat positions then `dummy_rows` rows of dummy tokens, `bucket` positions in all (int64), and the
+    cumulative lengths of its rows and the dummy rows (int32). The dummy tokens (bucket less the real ones) are
+    shared out as evenly as can be, the first rows taking one more; each dummy row gets 1 to `length` of them,
+    else one line says so."""
+    rows, length = mask.shape
+    real = mask.reshape(rows, length) != 0
+    row_lengths = real.sum(-1)
+    spare = bucket - int(row_lengths.sum())
+    if spare < 0 or (spare and not dummy_rows) or (dummy_rows and not dummy_rows <= spare <= dummy_rows * length):
+        raise ExpmrcError(f"cannot lay {int(row_lengths.sum())} tokens out in {bucket} with {dummy_rows} dummy rows "
+                          f"of at most {length} tokens each")
+    share, extra = divmod(spare, dummy_rows) if dummy_rows else (0, 0)
+    dummy = np.full(dummy_rows, share, dtype=np.int64) + (np.arange(dummy_rows) < extra)
+    positions = np.arange(length)[None, :]
+    dummy_index = ((rows + np.arange(dummy_rows))[:, None] * length + positions)[positions < dummy[:, None]]
+    index = np.concatenate([np.flatnonzero(real), dummy_index]).astype(np.int64)
+    cu_lengths = np.concatenate([[0], np.cumsum(np.concatenate([row_lengths, dummy]))]).astype(np.int32)
+    return index, cu_lengths
 
 
 def pack(attention_mask: torch.Tensor | None, rows: int, length: int, device: torch.device,
@@ -182,7 +245,8 @@ def grid_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
     length, the rest of each row masked (what the padded path computes, on the fewest positions): a batched call,
     which a CPU runs far faster than one call per row."""
     width = query.shape[1]
-    rows, longest, lengths = packing.rows, packing.longest, list(packing.lengths)
+    lengths = list(packing.host_lengths)
+    rows, longest = packing.rows, max(lengths, default=0)
 
     def laid_out(t: torch.Tensor) -> torch.Tensor:  # copies whose backward is slicing, not a scatter
         grid = pad_sequence(list(t.split(lengths)), batch_first=True)
@@ -210,19 +274,28 @@ def flash_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, pa
 # nn.Module types as Tensor | Module
 def encode_unpadded(encoder: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
                     token_type_ids: torch.Tensor | None, row_lengths: tuple[int, ...] | None = None,
-                    fusion: Fusion | None = None) -> torch.Tensor:
+                    fusion: Fusion | None = None, layout: StaticLayout | None = None) -> torch.Tensor:
     """The encoder's last hidden states [rows, length, hidden] computed on the real tokens only (see the module
     docstring), zeros at the padding; `fusion` (`expmrc.models.fused.Fusion`) runs the layers' small kernels
-    as compiled regions."""
+    as compiled regions; `layout`, a static layout's tensors (then `attention_mask` and `row_lengths` are not
+    read)."""
     rows, length = input_ids.shape
-    packing = pack(attention_mask, rows, length, input_ids.device, row_lengths)
+    if layout is None:
+        packing = pack(attention_mask, rows, length, input_ids.device, row_lengths)
+    else:
+        packing = layout.packing(rows, length)
+        extra = packing.rows - rows  # the dummy rows: any valid ids, their states are dropped below
+        input_ids = torch.cat([input_ids, input_ids.new_zeros(extra, length)])
+        if token_type_ids is not None:
+            token_type_ids = torch.cat([token_type_ids, token_type_ids.new_zeros(extra, length)])
     x = _embeddings(encoder, input_ids, token_type_ids, packing)
     hidden = x.shape[-1]
     for layer in encoder.encoder.layer:
         x = _layer(layer, x, packing, fusion)
     if packing.index is None:
         return x.view(rows, length, hidden)
-    return x.new_zeros(rows * length, hidden).index_copy(0, packing.index, x).view(rows, length, hidden)
+    states = x.new_zeros(packing.rows * length, hidden).index_copy(0, packing.index, x)
+    return states[:rows * length].view(rows, length, hidden)
 
 
 def _embeddings(encoder: Any, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,

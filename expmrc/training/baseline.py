@@ -26,11 +26,13 @@ from expmrc.data.datasets import Dataset, load_dataset
 from expmrc.data.io import json_kind
 from expmrc.data.io import atomic_directory, check_output_path
 from expmrc.data.runs import (ANSWERER_DIR, ANSWERER_RUN_DIR, CHECKPOINT_DIR, MODEL_DIR, PREDICT_ONLY_DIR,
-                              PREDICTIONS_FILE, RUN_INFO, SCHEMA, Environment, NewerRecord, RunRecord, recorded_run)
+                              PREDICTIONS_FILE, RUN_INFO, SCHEMA, Environment, NewerRecord, Phases, RunRecord,
+                              recorded_run)
 from expmrc.data.submissions import write_predictions
 from expmrc.errors import ExpmrcError
 from expmrc.features.cache import cache_key, cached_features, shared_cache_path
 from expmrc.features.windows import FeatureReport, FeatureTable, uses_token_types
+from expmrc.inference.buckets import BucketPlan
 from expmrc.inference.saved import Prediction, SavedModel
 from expmrc.inference.task_predictor import TaskPredictor
 from expmrc.logs import setup_logging
@@ -41,7 +43,9 @@ from expmrc.tasks import TaskSettings, TaskSpec
 from expmrc.training.config import BaselineConfig, Paths
 from expmrc.training.curves import check_tracker_dir, log_dev_scores, start_curves
 from expmrc.training.flags import parse_config
-from expmrc.training.loop import (TrainConfig, checkpoint_steps, make_accelerator, precision_record, run_device,
+from expmrc.training.graphs import resolve_graphs
+from expmrc.training.loop import (TrainConfig, checkpoint_steps, device_name, make_accelerator, precision_record,
+                                  run_device,
                                   train)
 from expmrc.training.select_forget import SelectAndForget, answerer_folder
 
@@ -175,6 +179,9 @@ class BaselineRun:
     allow_unknown_tokens: bool = False  # the config's, as `settings`
     predict_batch_size: int = 32  # the same
     attention: str = "padded"  # the attention path --attention resolved to on this device (`resolve_attention`)
+    graphs: bool = False  # whether --cuda_graphs resolved to on for this device and path (`resolve_graphs`)
+    phases: Phases = field(default_factory=Phases)  # where the run's time goes (run_info.json's timing.phases)
+    buckets: BucketPlan | None = None  # the token buckets predictions are laid out in (a graphed run's)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -190,7 +197,7 @@ class BaselineRun:
     def predictor(self) -> TaskPredictor:
         """The run's task predictor: its windows, padding, prediction loop and decoding, under its settings."""
         return TaskPredictor.of_run(self.task.spec, self.tokenizer, self.settings, self.token_types, self.accelerator,
-                                    self.predict_batch_size)
+                                    self.predict_batch_size, self.buckets)
 
     def configured(self, model: TaskModel) -> TaskModel:
         """`model` on the run's attention path, its kernels fused where --fused_kernels asks; the run record says
@@ -201,6 +208,10 @@ class BaselineRun:
         if why and record["path"] == "unpadded":
             record.update(path="padded", why=why, fused_kernels=False)
             (logger.warning if training.attention == "unpadded" else logger.info)(f"attention: {why}")
+        if why and self.graphs:  # the encoder keeps the padded path: no graphs (`on` is refused)
+            self.graphs, graphs_why = resolve_graphs(training.cuda_graphs, self.accelerator.device.type,
+                                                     str(self.accelerator.mixed_precision), "padded")
+            self.info["cuda_graphs"].update(used=False, why=graphs_why)
         return model
 
 
@@ -213,9 +224,11 @@ def features(run: BaselineRun, dataset: Dataset, is_training: bool, cache_path: 
         except ExpmrcError as exc:
             raise ExpmrcError(f"{dataset.path}: {exc}") from None
 
-    key = features_key(run, dataset, is_training)
-    path = cache_path or shared_cache_path(run.config.paths.cache_dir, key, "train" if is_training else "predict")
-    table, report = cached_features(path, key, build, run.accelerator)
+    kind = "train" if is_training else "predict"
+    with run.phases.phase(f"{kind}_features"):
+        key = features_key(run, dataset, is_training)
+        path = cache_path or shared_cache_path(run.config.paths.cache_dir, key, kind)
+        table, report = cached_features(path, key, build, run.accelerator)
     logger.info(f"{dataset.path}: {report.summary()}")
     if is_training and len(table) == 0:
         raise ExpmrcError(f"{dataset.path}: no training features: none of its {len(dataset.questions)} questions "
@@ -303,6 +316,9 @@ def check_model(run: BaselineRun, source: ModelSource, train_set: Dataset | None
     replace a finished run's model trained with other settings."""
     run.tokenizer = source.tokenizer
     run.token_types = uses_token_types(source.tokenizer, source.config)
+    record = run.saved.record
+    if not run.config.do_train and run.graphs and record.get("graph_buckets") is not None:
+        run.buckets = BucketPlan.from_record(record["graph_buckets"], run.saved.where)  # as its graphed run predicted
     if train_set is not None:
         run.signature = training_signature(run.config, features_key(run, train_set, True))
         refuse_other_settings(run, run.output / MODEL_DIR)
@@ -348,6 +364,11 @@ def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[BaselineRun, 
                       allow_unknown_tokens=config.allow_unknown_tokens,
                       predict_batch_size=config.training.predict_batch_size)
     run.attention, info["attention"] = attention_path(config.training, accelerator)
+    run.graphs, why = resolve_graphs(config.training.cuda_graphs, accelerator.device.type,
+                                     str(accelerator.mixed_precision), run.attention, accelerator.num_processes,
+                                     config.training.torch_compile, info["attention"]["fused_kernels"])
+    info["cuda_graphs"] = {"requested": config.training.cuda_graphs, "used": run.graphs, "why": why}
+    logger.info(f"CUDA graphs: {'on' if run.graphs else 'off'} ({why})")
     return run, train_set, predict_set
 
 
@@ -395,7 +416,7 @@ def saved_record(run: BaselineRun, source: ModelSource) -> dict[str, Any]:
             **config.loss.as_dict(), "select_and_forget": config.select_and_forget, "settings": run.settings.as_dict(),
             "mixed_precision": run.accelerator.mixed_precision, "attention": run.info["attention"]["path"],
             "predict_batch_size": run.predict_batch_size, "allow_unknown_tokens": run.allow_unknown_tokens,
-            "training_signature": run.signature}
+            "training_signature": run.signature, "graph_buckets": run.buckets.as_dict() if run.buckets else None}
 
 
 def train_phase(run: BaselineRun, model: TaskModel, train_set: Dataset, source: ModelSource) -> TaskModel:
@@ -407,9 +428,15 @@ def train_phase(run: BaselineRun, model: TaskModel, train_set: Dataset, source: 
         logger.info(f"{trained} already holds the result of this training run; not training again")
         model = run.configured(load_task_model(run.task.model_class, resolve_source(str(trained)), config.loss)[0])
         run.info["global_step"] = int(model.config.expmrc.get("global_step", 0))
+        if run.graphs and model.config.expmrc.get("graph_buckets") is not None:
+            run.buckets = BucketPlan.from_record(model.config.expmrc["graph_buckets"], f"{trained}/config.json")
         return model
-    result = train(model, run.predictor.windows(table, with_labels=True), config.training, run.accelerator)
+    with run.phases.phase("training"):
+        result = train(model, run.predictor.windows(table, with_labels=True), config.training, run.accelerator)
     run.info["global_step"] = result.global_step
+    run.info["cuda_graphs"] = result.graphs
+    if result.graphs.get("used"):  # its predictions, and its model's, laid out in the same buckets
+        run.buckets = BucketPlan.from_record(result.graphs["buckets"], "the run's token buckets")
     run.info["timing"] = {"train_seconds": round(result.seconds, 3), "steps_run": result.global_step - result.resumed_from,
                           "compile_seconds": round(result.compile_seconds, 3),
                           "compiled_shapes": [list(shape) for shape in result.compiled_shapes],
@@ -418,9 +445,10 @@ def train_phase(run: BaselineRun, model: TaskModel, train_set: Dataset, source: 
         run.info["per_device_micro_batch"] = result.micro_batch
     model = run.accelerator.unwrap_model(model, keep_torch_compile=False)
     if run.main:
-        save_model(model, run.tokenizer, trained, {**saved_record(run, source), "global_step": result.global_step})
-        if not config.keep_final_checkpoints:  # model/ holds the result; checkpoints only resume
-            shutil.rmtree(run.output / CHECKPOINT_DIR, ignore_errors=True)
+        with run.phases.phase("save_model"):
+            save_model(model, run.tokenizer, trained, {**saved_record(run, source), "global_step": result.global_step})
+            if not config.keep_final_checkpoints:  # model/ holds the result; checkpoints only resume
+                shutil.rmtree(run.output / CHECKPOINT_DIR, ignore_errors=True)
     run.accelerator.wait_for_everyone()
     return model
 
@@ -467,7 +495,8 @@ def predict_phase(run: BaselineRun, model: TaskModel, predict_set: Dataset, forg
     """Predict, decode, write the predictions into `destination` and log their scores."""
     table, report, _ = features(run, predict_set, False, run.config.paths.predict_tfrecord)
     run.info["predict_features"] = report.as_dict()
-    predicted = run.predictor.predict(model, predict_set.questions, table)
+    with run.phases.phase("prediction"):
+        predicted = run.predictor.predict(model, predict_set.questions, table)
     predictions, nbest = predicted.predictions, predicted.nbest
     if forget is not None:
         if answerer is None:
@@ -475,20 +504,26 @@ def predict_phase(run: BaselineRun, model: TaskModel, predict_set: Dataset, forg
                                                       resolve_source(str(answerer_folder(run.output))))[0])
         predictions, nbest = forget.answer(answerer, predict_set.questions, predictions, nbest)
     if run.main:
-        write_predictions(str(destination), predictions, nbest)
+        with run.phases.phase("writing"):
+            write_predictions(str(destination), predictions, nbest)
         logger.info(f"wrote {len(predictions)} predictions to {destination / PREDICTIONS_FILE}")
-        scores = log_scores(predict_set, predictions)
+        with run.phases.phase("scoring"):
+            scores = log_scores(predict_set, predictions)
         if scores:
             log_dev_scores(run.accelerator, scores, run.info["global_step"])
 
 
 def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
     """Parse the flags and run `task`: train, save, predict, decode, write, score; returns the exit status."""
-    run, train_set, predict_set = start_run(task, argv)
-    source = model_source(run.config, run.output / MODEL_DIR)
-    run.info["model"] = source.name
-    check_model(run, source, train_set)
-    model = load_model(run, source)
+    phases = Phases()
+    with phases.phase("inputs"):
+        run, train_set, predict_set = start_run(task, argv)
+    run.phases = phases
+    with phases.phase("model_load"):
+        source = model_source(run.config, run.output / MODEL_DIR)
+        run.info["model"] = source.name
+        check_model(run, source, train_set)
+        model = load_model(run, source)
     destination = predict_destination(run)
     if destination != run.output:
         previous_record(destination, run.config.overwrite_output_dir, whole=False)
@@ -508,10 +543,20 @@ def run_baseline(task: BaselineTask, argv: list[str] | None = None) -> int:
             if predict_set is not None:
                 predict_phase(run, model, predict_set, forget, answerer, destination)
             run.accelerator.wait_for_everyone()
+            record_phases(run)
     finally:
         if run.config.report_to != "none":
             run.accelerator.end_training()
     return 0
+
+
+def record_phases(run: BaselineRun) -> None:
+    """The run's phases into its record's timing, and one log line of the time spent outside training."""
+    phases = run.phases.as_dict()
+    run.info.setdefault("timing", {}).update(phases=phases, device=device_name(run.accelerator.device))
+    outside = {k: v for k, v in phases.items() if k not in ("training", "wall")}
+    logger.info(f"{phases['wall']:.1f} s in all, {phases.get('training', 0.0):.1f} s of it training; the rest: "
+                + ", ".join(f"{name.replace('_', ' ')} {seconds:.1f} s" for name, seconds in outside.items()))
 
 
 def begin_curves(run: BaselineRun, trains: bool, destination: Path) -> None:

@@ -26,6 +26,7 @@ from expmrc.models.unpadded import ATTENTION_MODES
 from expmrc.tasks import TASKS, TaskSettings
 from expmrc.training.config import BaselineConfig, Paths
 from expmrc.training.curves import REPORT_TO, check_report_to
+from expmrc.training.graphs import GRAPH_MODES
 from expmrc.training.loop import COMPILE_MODES, TrainConfig, default_buckets
 
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {  # the original run_se_mrc.py / run_mc_mrc.py defaults
@@ -191,6 +192,12 @@ def _speed_flags(parser: argparse.ArgumentParser, train: TrainConfig) -> None:
                "the heads' logits and loss, as small compiled regions (dynamic shapes: compiled once, seconds from "
                "an empty cache) instead of separate eager kernels (default False until a GPU measurement decides; "
                "docs/benchmarks.md)")
+    speed.add_argument("--cuda_graphs", choices=GRAPH_MODES, default=train.cuda_graphs,
+                       help="on: replay each training step on the unpadded path as a CUDA graph, one per bucket of "
+                            "token counts planned from the run's own batches (recorded in run_info.json), so the host "
+                            "launches a step's kernels once per bucket instead of every step; prediction uses the same "
+                            "buckets. Needs one CUDA GPU, bf16 and the unpadded path (on with anything else is "
+                            "refused); auto (default): on where it can be, off elsewhere (the CPU); off: eager steps")
     speed.add_argument("--cache_dir", default=None,
                        help="feature caches shared by runs (default $EXPMRC_CACHE, else "
                             "$XDG_CACHE_HOME/expmrc/features, else ~/.cache/expmrc/features); "
@@ -302,7 +309,7 @@ def parse_config(task: str, parser: argparse.ArgumentParser, argv: list[str] | N
                                if hasattr(args, f.name)}).checked("--")
     named = {"seed": "rand_seed", "compile_mode": "torch_compile_mode"}  # fields whose flag has another name
     values = {f.name: getattr(args, named.get(f.name, f.name)) for f in fields(TrainConfig)
-              if f.name not in ("max_grad_norm", "compile_buckets", "compile_backend")}
+              if f.name not in ("max_grad_norm", "compile_buckets", "compile_backend", "graph_buckets")}
     buckets = compile_buckets(args.compile_buckets, args.torch_compile, settings.max_seq_length)
     train = TrainConfig(**values, compile_buckets=buckets).checked(settings.max_seq_length)
     loss = LossSettings(args.loss_lambda, args.coupling_loss,

@@ -20,6 +20,9 @@ and optionally `lengths()`, the padded cost of each item, for length grouping an
 Precision (`expmrc.inference.saved.resolve_precision`): `auto` resolves to bf16 autocast on GPUs that support it
 (fp16 with loss scaling on older ones) and on TPUs, and to FP32 on CPU; FP32 matmuls on GPUs use TF32 unless `tf32`
 is False.
+
+With `cuda_graphs` on (auto: one CUDA GPU, bf16, the unpadded path) a step is not launched kernel by kernel: it is
+replayed from the CUDA graph of its token bucket (`expmrc.training.graphs`), planned here from the run's batches.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ from expmrc.errors import ExpmrcError
 from expmrc.inference.predictor import PREDICT_BATCH_SIZE, Batches, dataset_lengths, to_device
 from expmrc.inference.saved import resolve_precision
 from expmrc.models.unpadded import ATTENTION_MODES
+from expmrc.training.graphs import (GRAPH_MODES, GraphedSteps, graphed_steps, logged_loss, plain_learning_rates,
+                                    resolve_graphs)
 
 logger = logging.getLogger(__name__)
 ADAM_EPSILON = 1e-6  # the original BERT optimizer's epsilon
@@ -57,6 +62,7 @@ DEFAULT_BUCKETS = (128, 256, 384, 512)  # padded lengths of a compiled run (belo
 RECOMPILE_LIMIT = 64  # compiled shapes per model: buckets x the micro-batch sizes an out-of-memory retry tries
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 MAX_EPOCHS = 1000  # far beyond any fine-tuning run; larger values are typos (or inf)
+GRAPH_BUCKETS = 8  # token buckets of a graphed run: each one graph captured, fewer pad more (docs/benchmarks.md)
 
 
 @dataclass
@@ -82,6 +88,8 @@ class TrainConfig:
     compile_backend: Any = "inductor"  # torch.compile's backend (tests pass "eager" or their own)
     attention: str = "auto"  # auto | padded | unpadded: the encoder on padded batches or on real tokens only
     fused_kernels: bool = False  # the unpadded encoder's small kernels as compiled regions (expmrc.models.fused)
+    cuda_graphs: str = "auto"  # auto | on | off: steps replayed as CUDA graphs at token buckets (training.graphs)
+    graph_buckets: int = GRAPH_BUCKETS
     seed: int = 12345
     save_checkpoints_steps: int = 1000
     logging_steps: int = 50
@@ -129,6 +137,23 @@ class TrainConfig:
         if self.fused_kernels and self.attention == "padded":
             raise ExpmrcError("--fused_kernels True fuses the unpadded encoder's kernels; --attention padded runs the "
                               "library's own layers (use --attention auto or unpadded)")
+        self.check_graphs()
+
+    def check_graphs(self) -> None:
+        """--cuda_graphs's value, and `on` with what cannot be graphed whatever the device."""
+        if self.cuda_graphs not in GRAPH_MODES:
+            raise ExpmrcError(f"--cuda_graphs must be one of {', '.join(GRAPH_MODES)}, got {self.cuda_graphs!r}")
+        if self.graph_buckets < 1:
+            raise ExpmrcError(f"graph_buckets must be at least 1, got {self.graph_buckets}")
+        if self.cuda_graphs != "on":
+            return
+        for given, what in ((self.attention == "padded", "--attention padded: the library's padded forward"),
+                            (self.torch_compile, "--torch_compile True: the model is compiled instead"),
+                            (self.fused_kernels, "--fused_kernels True: compiled regions, which a capture does not "
+                                                 "hold")):
+            if given:
+                raise ExpmrcError(f"--cuda_graphs on replays the unpadded eager step as CUDA graphs; it does not "
+                                  f"combine with {what} (use --cuda_graphs auto or off)")
 
     def check_compiling(self, max_length: int | None) -> None:
         """The compile buckets and mode: ascending token counts ending at `max_length`, and only when compiling."""
@@ -167,6 +192,7 @@ class TrainResult:
     micro_batch: int = 0  # items per forward pass it ended with (0: whole micro-batches)
     compile_seconds: float = 0.0  # of `seconds`, the first steps of each compiled batch shape
     compiled_shapes: list[tuple[int, ...]] = field(default_factory=list)
+    graphs: dict[str, Any] = field(default_factory=dict)  # --cuda_graphs: asked, used, why, and what the run did
 
     def summary(self, ran: int) -> str:
         """One log line: steps, seconds, throughput, and the compiling and checkpoint writing within them."""
@@ -174,6 +200,9 @@ class TrainResult:
         if self.compiled_shapes:
             text += (f"; compiling {self.compile_seconds:.1f} s of it ({len(self.compiled_shapes)} batch shapes: "
                      f"{', '.join('x'.join(map(str, s)) for s in self.compiled_shapes)})")
+        if self.graphs.get("used"):
+            text += (f"; {self.graphs['graphs']} CUDA graphs captured in {self.graphs['capture_seconds']:.1f} s, "
+                     f"{self.graphs['eager_steps']} steps eager")
         return text + (f"; writing checkpoints {self.checkpoint_seconds:.1f} s" if self.checkpoint_seconds else "")
 
 
@@ -188,6 +217,13 @@ def device_kind(use_tpu: bool = False, cpu_only: bool = False) -> str:
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
         return "mps"
     return "cpu"
+
+
+def device_name(device: torch.device) -> str:
+    """A device as run records and benchmarks name it: the GPU's model, else the CPU and its cores."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"CPU ({os.cpu_count()} cores)" if device.type == "cpu" else device.type
 
 
 def cpu_only(use_tpu: bool = False) -> bool:
@@ -354,7 +390,8 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
             if done % config.save_checkpoints_steps == 0:  # the final weights go to model/, not a checkpoint
                 window.check_finite(accelerator)
                 saving = time.perf_counter()
-                save_checkpoint(config.output_dir, done, run.settings, accelerator, config.keep_checkpoints)
+                with plain_learning_rates(run.optimizer):
+                    save_checkpoint(config.output_dir, done, run.settings, accelerator, config.keep_checkpoints)
                 checkpoint_seconds += time.perf_counter() - saving
     finally:
         bar.close()
@@ -364,7 +401,8 @@ def train(model: torch.nn.Module, dataset: Batches, config: TrainConfig, acceler
                          examples_per_second=ran * config.train_batch_size / seconds if ran and seconds > 0 else 0.0,
                          seconds=seconds, checkpoint_seconds=checkpoint_seconds,
                          micro_batch=run.chunk if run.chunk < run.micro else 0, compile_seconds=run.compile_seconds,
-                         compiled_shapes=sorted(run.shapes) if run.compiled else [])
+                         compiled_shapes=sorted(run.shapes) if run.compiled else [],
+                         graphs={**run.graphs_record, **(run.graphs.record() if run.graphs else {})})
     logger.info(result.summary(ran))
     return result
 
@@ -389,6 +427,8 @@ class PreparedRun:
     compiled: bool = False
     shapes: set[tuple[int, ...]] = field(default_factory=set)
     compile_seconds: float = 0.0
+    graphs: GraphedSteps | None = None  # the steps replayed as CUDA graphs (--cuda_graphs), else None
+    graphs_record: dict[str, Any] = field(default_factory=dict)  # asked, used and why
 
     def new_shapes(self, pieces: list[list[int]]) -> set[tuple[int, ...]]:
         """The padded batch shapes of these forward passes not met before (for a dataset that knows them)."""
@@ -432,8 +472,29 @@ def prepare_training(model: torch.nn.Module, dataset: Batches, config: TrainConf
     start = load_latest_checkpoint(config.output_dir, settings, accelerator)
     micro = batch_size // (processes * accumulation)
     chunk = min(config.per_device_micro_batch, micro) if config.per_device_micro_batch > 0 else micro
-    return PreparedRun(model, optimizer, scheduler, dataset, stream, settings, total, start, micro, chunk,
-                       compiled=config.torch_compile)
+    run = PreparedRun(model, optimizer, scheduler, dataset, stream, settings, total, start, micro, chunk,
+                      compiled=config.torch_compile)
+    prepare_graphs(run, config, accelerator)
+    return run
+
+
+def prepare_graphs(run: PreparedRun, config: TrainConfig, accelerator: Accelerator) -> None:
+    """--cuda_graphs resolved for the prepared run (`expmrc.training.graphs`): its graphed steps where on."""
+    model = accelerator.unwrap_model(run.model, keep_torch_compile=False)
+    used, why = resolve_graphs(config.cuda_graphs, accelerator.device.type, str(accelerator.mixed_precision),
+                               getattr(model, "attention_path", "padded"), accelerator.num_processes,
+                               config.torch_compile, config.fused_kernels)
+    if used and not callable(getattr(run.dataset, "fixed", None)):
+        if config.cuda_graphs == "on":
+            raise ExpmrcError("--cuda_graphs on: the training data cannot be laid out at a fixed shape (windows of a "
+                              "feature table can)")
+        used, why = False, "auto: the training data cannot be laid out at a fixed shape"
+    run.graphs_record = {"requested": config.cuda_graphs, "used": used, "why": why}
+    if used:
+        run.graphs = graphed_steps(run.model, run.optimizer, run.scheduler, run.dataset,
+                                   lambda step: step_pieces(run.stream.indices(step), config, accelerator, run.chunk),
+                                   run.total, run.micro, config.gradient_accumulation_steps, config.max_grad_norm,
+                                   config.graph_buckets)
 
 
 def default_buckets(max_length: int) -> tuple[int, ...]:
@@ -476,8 +537,11 @@ def synchronize(device: torch.device) -> None:
 
 def run_step(run: PreparedRun, step: int, config: TrainConfig, accelerator: Accelerator) -> torch.Tensor:
     """Optimizer step `step` (after a CUDA out-of-memory error, again in smaller forward passes). A compiled
-    model's first step at a new batch shape is timed apart: it is where that shape is compiled."""
+    model's first step at a new batch shape is timed apart: it is where that shape is compiled. A graphed run's step
+    goes to its graphed steps (`expmrc.training.graphs.GraphedSteps`)."""
     indices = run.stream.indices(step)
+    if run.graphs is not None:
+        return run.graphs.step(step_pieces(indices, config, accelerator, run.chunk))
     while True:
         pieces = step_pieces(indices, config, accelerator, run.chunk)
         shapes = run.new_shapes(pieces) if run.compiled else set()
@@ -564,7 +628,7 @@ class LossWindow:
         bar.set_postfix(loss=f"{self.last_loss:.4f}")
         now = time.perf_counter()
         rate = self.steps * config.train_batch_size / (now - self.began) if now > self.began else 0.0
-        values = self.curves.values(means, scheduler.get_last_lr()[0], rate)
+        values = self.curves.values(means, float(scheduler.get_last_lr()[0]), rate)  # graphed: a tensor
         if accelerator.is_main_process:
             log_step(config.output_dir, done, total, values)
         accelerator.log({f"{self.curves.prefix}/{name}": value for name, value in values.items()}, step=done)
@@ -635,14 +699,6 @@ def train_step(model: Any, dataset: Batches, pieces: list[list[int]], optimizer:
     scheduler.step()  # accelerate's scheduler does not advance when fp16 skipped the optimizer step
     optimizer.zero_grad(set_to_none=True)
     return step_loss
-
-
-def logged_loss(out: dict[str, torch.Tensor], loss: torch.Tensor, weight: float) -> torch.Tensor:
-    """What a forward pass adds to its step's logged loss: its weighted loss (detached), followed by its unweighted
-    parts (a task model's `loss_parts`) under the same weight; the loss alone for a model that returns no parts."""
-    total = loss.detach().float()
-    parts = out.get("loss_parts")
-    return total if parts is None else torch.cat([total.reshape(1), parts.detach().float() * weight])
 
 
 def log_step(output_dir: str, step: int, total: int, values: dict[str, float]) -> None:

@@ -129,3 +129,22 @@ def test_bad_arguments_are_one_line(argv, message, capsys):
         load_benchmark("bench_subset_steps").parse(argv)
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and err.count("\n") == 1 and message in err
+
+
+def test_graphed_steps_are_timed_after_their_captures_and_projected_by_bucket_tokens(tmp_path, monkeypatch):
+    """With graphs (the CPU counted among their devices: the same steps uncaptured), the sample's steps first run
+    twice untimed, the run's tokens are its forward passes' buckets, and the warm-ups and captures are added."""
+    from expmrc.training import graphs
+
+    monkeypatch.setattr(graphs, "GRAPHED_DEVICES", ("cuda", "cpu"))
+    bench = load_benchmark("bench_subset_steps")
+    dev = make_span_file(tmp_path / "dev.json", 10, seed=3, version="expmrc-squad-dev")
+    assert bench.main(["--tiny", "--dev", f"squad={dev}", "--subsets", "squad", "--sample-steps", "2",
+                       "--cuda-graphs", "on", "--attention", "unpadded", "--json", str(tmp_path / "s.json")]) == 0
+    figures = json.loads((tmp_path / "s.json").read_text())["subsets"]["squad"]
+    row = figures["shapes"]["tiny"]
+    graphed = row["cuda_graphs"]
+    assert graphed["used"] is True and graphed["buckets_met"] >= 1 and row["graph_overhead_seconds"] >= 0
+    assert row["train_seconds"] == pytest.approx(row["sampled_seconds"] * row["tokens_ratio"] * figures["full_steps"]
+                                                 / row["sampled_steps"] + row["graph_overhead_seconds"])
+    assert row["sampled_tokens"] % 64 == 0  # bucket sizes, not padded batches

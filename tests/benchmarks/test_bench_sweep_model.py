@@ -65,9 +65,9 @@ def test_measured_inputs_give_a_measured_base_sweep_and_the_best_packing(tmp_pat
     one_gpu = 35 * (90 + (20 + 300 + 6) + 935 + (25 + 100 + 6)) / 3600  # squad 26 - 6, c3 31 - 6
     assert f"base sweep: {one_gpu:.2f} GPU-hours one run a GPU (measured)" in out
     assert re.search(r"base sweep: .* with RUNS_PER_GPU=3 \(modelled\)", out)
-    assert ("RUNS_PER_GPU for base: 3 (gain 1.34; bench_sweep.py on NVIDIA H100 80GB HBM3, cmrc2018 runs eager, gains "
+    assert ("RUNS_PER_GPU for base: 3 (gain 1.34; bench_sweep.py on NVIDIA H100 80GB HBM3, cmrc2018 runs as released, gains "
             "k=1: 1.00, k=2: 1.30, k=3: 1.34)") in out
-    assert "gain: bench_sweep.py on NVIDIA H100 80GB HBM3, cmrc2018 runs eager, gains k=1: 1.00, k=2: 1.30, k=3: 1.34; " \
+    assert "gain: bench_sweep.py on NVIDIA H100 80GB HBM3, cmrc2018 runs as released, gains k=1: 1.00, k=2: 1.30, k=3: 1.34; " \
            "cmrc2018's, for the other subsets" in out
     assert "RUNS_PER_GPU for large: 1 (packing not measured for large: one run per GPU)" in out
 
@@ -259,3 +259,39 @@ def test_a_full_device_or_a_closed_stdout_is_one_line(tmp_path):
     done = subprocess.run(f"{sys.executable} {SCRIPT} --steps {steps} >&-", shell=True, stderr=subprocess.PIPE,
                           text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert (done.returncode, done.stderr) == (2, "error: cannot write to standard output: it is closed\n")
+
+
+def run_record(tmp_path, name: str, phases: dict, device: str = H100, status: str = "finished") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps({"status": status, "timing": {"device": device, "phases": phases}}))
+    return str(path)
+
+
+def test_a_release_run_s_record_gives_the_measured_start_up(tmp_path):
+    steps = steps_file(tmp_path, {"cmrc2018": subset("span", 60.0, 3.0, 1.0), "c3": subset("choice", 100.0, 5.0, 1.0)})
+    record = run_record(tmp_path, "run_info.json", {"startup": 4.0, "model_load": 1.5, "training": 24.0,
+                                                     "prediction": 2.0, "scoring": 0.5, "wall": 34.0})
+    done = plan("--steps", steps, "--run-record", f"cmrc2018={record}")
+    assert done.returncode == 0, done.stderr
+    # 34 s of wall less 24 s of training and 2 s of prediction: 8 s, measured for cmrc2018 base on the same device
+    assert row(done.stdout, "cmrc2018", "base")[4] == "8.0" and row(done.stdout, "cmrc2018", "base")[-1] == "measured"
+    assert row(done.stdout, "c3", "base")[4].startswith("8.0 (")  # another subset: modelled from cmrc2018's
+    assert f"measured: cmrc2018's release run ({record}) outside training and prediction, on {H100}" in done.stdout
+
+
+@pytest.mark.parametrize("value, says", [
+    ("wiki=x.json", "--run-record takes SUBSET=FILE"), ("cmrc2018=/nowhere.json", "cannot read --run-record's JSON"),
+])
+def test_a_bad_run_record_is_one_line(tmp_path, value, says):
+    steps = steps_file(tmp_path, {"cmrc2018": subset("span", 60.0, 3.0, 1.0)})
+    done = plan("--steps", steps, "--run-record", value)
+    assert done.returncode == 2 and says in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_record_without_phases_or_unfinished_is_one_line(tmp_path):
+    steps = steps_file(tmp_path, {"cmrc2018": subset("span", 60.0, 3.0, 1.0)})
+    for record in (run_record(tmp_path, "old.json", {}), run_record(tmp_path, "running.json", {"wall": 3.0}, status="running"),
+                   run_record(tmp_path, "odd.json", {"wall": "x"})):
+        done = plan("--steps", steps, "--run-record", f"cmrc2018={record}")
+        assert done.returncode == 2 and "a finished run's record with its time per phase" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1

@@ -35,9 +35,12 @@ def test_the_tiny_benchmark_checks_agreement_and_times_every_case(tmp_path):
     grads = [float(x) for x in re.findall(r"largest gradient difference ([\d.e+-]+)", out)]
     assert len(grads) == 2 and max(grads) <= 1e-5
     rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ") and "---" not in line}
-    assert set(rows) >= {"library", "padded", "unpadded", "unpadded+fused"}
-    assert all(float(rows[c].split("|")[2]) > 0 for c in ("library", "padded", "unpadded", "unpadded+fused"))
+    cases = ("library", "padded", "unpadded", "unpadded+fused", "graphs")
+    assert set(rows) >= set(cases) and all(float(rows[c].split("|")[2]) > 0 for c in cases)
     assert "unpadded / padded throughput" in out and "padded / library throughput" in out
+    assert "graphs / unpadded throughput" in out and re.search(r"graphs: token buckets [\d, ]+ planned from", out)
+    # uncaptured on a CPU, the graphs' steps are the eager steps at the same layout, exactly
+    assert re.search(r"run uncaptured \(a CPU\) .* largest loss difference 0; largest weight difference 0 ", out)
 
 
 def test_flops_are_counted_on_real_tokens():
@@ -84,9 +87,10 @@ def test_shares_are_kernel_time_over_wall_time_and_the_rest_is_the_host():
 def test_profile_step_prints_each_variant_on_a_cpu(tmp_path):
     train = make_span_file(tmp_path / "train.json", 30, seed=1, version="cmrc2018-train")
     done = run(PROFILE, "--train", str(train), "--questions", "30", "--seq", "64", "--batch", "4", "--steps", "1",
-               "--warmup", "1", "--variants", "padded,unpadded,fused", "--compile-backend", "eager", "--top", "3")
+               "--warmup", "1", "--variants", "padded,unpadded,fused,graphs", "--compile-backend", "eager", "--top", "3")
     assert done.returncode == 0, done.stderr[-3000:]
-    lines = [line for line in done.stdout.splitlines() if re.match(r"^(padded|unpadded|fused): \d+ operators", line)]
-    assert [line.split(":")[0] for line in lines] == ["padded", "unpadded", "fused"]
+    lines = [line for line in done.stdout.splitlines()
+             if re.match(r"^(padded|unpadded|fused|graphs): \d+ operators", line)]
+    assert [line.split(":")[0] for line in lines] == ["padded", "unpadded", "fused", "graphs"]
     assert all("0 value reads per step outside the optimizer" in line for line in lines)
     assert "on the GPU" not in done.stdout  # the kernel shares need a GPU

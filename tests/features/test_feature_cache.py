@@ -113,3 +113,15 @@ def test_shared_cache_folder_follows_the_environment_and_a_stale_key_builds_a_ne
     assert new_key != key
     features(data, tokenizer(), SETTINGS, shared_cache_path(None, new_key, "train"), calls)
     assert len(calls) == 2
+
+
+def test_a_tokenizer_is_fingerprinted_once_until_its_vocabulary_grows(monkeypatch):
+    from expmrc.features import cache
+
+    tok, calls = tokenizer(), []
+    real = cache._fingerprint
+    monkeypatch.setattr(cache, "_fingerprint", lambda t: (calls.append(1), real(t))[1])
+    first = cache.tokenizer_fingerprint(tok)
+    assert cache.tokenizer_fingerprint(tok) == first == real(tok) and len(calls) == 1
+    tok.add_tokens(["zzzq"])
+    assert cache.tokenizer_fingerprint(tok) != first and len(calls) == 2
