@@ -175,7 +175,7 @@ class CudaGraphs:
 class GraphedSteps:
     """A run's steps at static layouts, captured per key and replayed (module docstring)."""
 
-    model: Any
+    model: torch.nn.Module
     optimizer: Any  # the torch optimizer itself (not accelerate's wrapper): what a capture records
     scheduler: Any
     data: BucketedWindows
@@ -275,7 +275,7 @@ def plain_learning_rates(optimizer: Any) -> Iterator[None]:
             group["lr"] = value
 
 
-def graphed_steps(model: Any, optimizer: Any, scheduler: Any, dataset: Batches,
+def graphed_steps(model: torch.nn.Module, optimizer: Any, scheduler: Any, dataset: Batches,
                   pieces_of: Callable[[int], list[list[int]]], total: int, micro: int, accumulation: int,
                   max_grad_norm: float, buckets: int) -> GraphedSteps:
     """The graphed steps of a prepared run: its token buckets planned from the real tokens of every forward pass of

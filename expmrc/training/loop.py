@@ -670,7 +670,7 @@ def step_pieces(indices: list[int], config: TrainConfig, accelerator: Accelerato
     return pieces
 
 
-def train_step(model: Any, dataset: Batches, pieces: list[list[int]], optimizer: Any, scheduler: Any,
+def train_step(model: torch.nn.Module, dataset: Batches, pieces: list[list[int]], optimizer: Any, scheduler: Any,
                config: TrainConfig, accelerator: Accelerator) -> torch.Tensor:
     """One optimizer step over this process's forward passes (`step_pieces`), gradients synced on the last one.
 

@@ -14,8 +14,6 @@ KEPT = {  # where: why the value stays Any
     "expmrc/models/unpadded.py:_embeddings:encoder": "the same encoder",
     "expmrc/text/dense.py:SentenceEncoder.__init__:self._model":
         "None until `_load` sets it on first use, which mypy cannot follow into `encode`",
-    "expmrc/training/loop.py:train_step:model":
-        "train_step belongs to the CUDA-graph work of another branch; typed torch.nn.Module once that lands",
 }
 
 
