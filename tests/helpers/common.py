@@ -27,6 +27,19 @@ needs_punkt = pytest.mark.skipif(not _punkt_available(),
                                  reason="NLTK's English Punkt tables not found (neither NLTK_DATA nor the package's copy)")
 
 
+def whole_nltk():
+    """NLTK imported whole, the reference the scorer's tokens are checked against, finding the English Punkt tables
+    where the scorer does: NLTK's own search, then the package's copy (the scorer's private NLTK parts add that copy
+    to their own search path, never to the whole NLTK's)."""
+    import nltk
+
+    from expmrc.metrics.leaderboard import SHIPPED_NLTK_DATA
+
+    if str(SHIPPED_NLTK_DATA) not in nltk.data.path:
+        nltk.data.path.append(str(SHIPPED_NLTK_DATA))
+    return nltk
+
+
 def dev_set(subset: str) -> str:
     """Path of an official dev set under $EXPMRC_DATA, or skip the test."""
     root = os.environ.get("EXPMRC_DATA")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers.common import ROOT, SPAN_DATA, dev_set, environment, needs_punkt
+from helpers.common import ROOT, SPAN_DATA, dev_set, environment, needs_punkt, whole_nltk
 
 from expmrc.data.datasets import SpanQuestion, load_dataset, passage_of
 from expmrc.metrics import leaderboard
@@ -34,13 +34,13 @@ def runs(text: str) -> list[str]:
 
 def pieced(run: str) -> list[str]:
     """NLTK's tokens of `run` cut at every safe point (size 1: the most cuts there can be)."""
-    import nltk
+    nltk = whole_nltk()
 
     return [t for piece in leaderboard.safe_pieces(run, size=1) for t in nltk.word_tokenize(piece)]
 
 
 def assert_same_tokens(text: str) -> None:
-    import nltk
+    nltk = whole_nltk()
 
     for run in runs(text):
         assert pieced(run) == nltk.word_tokenize(run), run[:200]
@@ -75,7 +75,7 @@ def test_pieces_give_nltks_tokens_on_long_synthetic_texts(seed):
 
 
 def test_word_tokens_cuts_long_runs_and_keeps_short_ones_whole(monkeypatch):
-    import nltk
+    nltk = whole_nltk()
 
     text = " ".join(["Mr. Smith went to Washington. He said \"hi\" and left."] * 300)
     leaderboard.clear_caches()

@@ -29,6 +29,8 @@ alone = [words.word_tokenize(t) for t in texts]
 lines = [words.word_tokenize(t, preserve_line=True) for t in texts if lines_too]
 left = sorted(m for m in sys.modules if m.partition(".")[0] in ("nltk", "scipy", "sklearn"))
 import nltk
+from expmrc.metrics.leaderboard import SHIPPED_NLTK_DATA
+nltk.data.path.append(str(SHIPPED_NLTK_DATA))  # last, as the scorer searches: NLTK_DATA and NLTK's folders first
 whole = [nltk.word_tokenize(t) for t in texts]
 whole_lines = [nltk.word_tokenize(t, preserve_line=True) for t in texts if lines_too]
 differ = [t for t, a, b in zip(texts, alone, whole) if a != b] + [t for t, a, b in zip(texts, lines, whole_lines) if a != b]
@@ -104,6 +106,7 @@ def laid_out_otherwise():  # as if NLTK's parts could not be imported alone
 nltk_words._parts_alone = laid_out_otherwise
 words = nltk_words.load(nltk_words.Path(sys.argv[1]))
 import nltk
+nltk.data.path.append(sys.argv[1])  # the copy the scorer was given, searched last as the scorer does
 text = "Mr. Smith didn't go. He said \\"no\\"."
 print(words.word_tokenize(text) == nltk.word_tokenize(text), words.version == nltk.__version__)
 """
