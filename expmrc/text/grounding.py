@@ -31,7 +31,7 @@ from expmrc.data.submissions import SCALAR_TYPES, parse_prediction
 from expmrc.errors import ExpmrcError
 from expmrc.text.facts import Change, cuts_fact, cuts_word, differences, elided_negation, framing_changes
 from expmrc.text.locate import Found, Hint, find, is_cjk, normalized, tokens, trim
-from expmrc.text.sentences import split_sentences
+from expmrc.text.sentences import ASCII_TERMINATORS, CJK_TERMINATORS, split_sentences
 
 EXACT, NORMALIZED, REWORDED, ALTERED = "exact", "normalized", "reworded", "altered"
 UNVERIFIED, MISSING = "unverified", "missing"
@@ -427,8 +427,29 @@ def _ground(passage: str, text: str, hint: Hint, threshold: float, answer: bool)
         return whole
     parts = combined([_ground_whole(passage, s, Hint(holding=hint.holding), threshold, False) for s in sentences])
     better = STATUSES.index(parts.status) < STATUSES.index(whole.status)
-    return parts if better and (whole.status == UNVERIFIED or _apart(passage, parts) and not _replaced_fact(whole)) \
-        else whole
+    usable = whole.status == UNVERIFIED or _apart(passage, parts) and not _replaced_fact(whole)
+    return parts if better and usable and not _ends_added(passage, sentences, parts) else whole
+
+
+_ENDS = ASCII_TERMINATORS + CJK_TERMINATORS + "…"
+_CLOSERS = "\"'”’」』)）]】 \t\n"
+
+
+def _ends_added(passage: str, sentences: list[str], parts: Grounding) -> bool:
+    """Whether the quote ends a sentence where the passage goes on: a sentence of it, not its last, closes with a
+    terminator while its passage text is followed by more of the same sentence. Two passage texts joined there
+    (`这种人生性不憨，?领导应更加关注老实人。`, the first cut from `这种人生性不憨，头脑也不笨，…`) are a stitch, not a
+    quote of two sentences, so they are never replaced by the passage text."""
+    ends = [p.end for p in parts.parts]
+    if len(ends) != len(sentences):
+        return False
+    for sentence, end in zip(sentences[:-1], ends[:-1]):
+        if end < 0 or not sentence.rstrip(_CLOSERS).endswith(tuple(_ENDS)):
+            continue
+        before, after = passage[:end].rstrip(_CLOSERS), passage[end:].lstrip(_CLOSERS)
+        if not (before.endswith(tuple(_ENDS)) or not after or after.startswith(tuple(_ENDS))):
+            return True
+    return False
 
 
 def _replaced_fact(grounding: Grounding) -> bool:

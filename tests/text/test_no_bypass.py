@@ -196,3 +196,22 @@ def test_units_and_dotted_names_are_still_facts():
     assert [text[a:b] for a, b in chinese_names(text) if "·" in text[a:b]] == ["奥斯卡·罗伯特森", "莱特那·维特莫"]
     assert changes(ground_text(text, "和奥斯卡·罗伯特林等人成为了队友，由莱特那·维特莫在宾夕法尼亚大学创立。")) == [
         ("林", "森", "name")]
+
+
+STITCHED = ("大家都知道不应该让老实人吃亏。另一种是“修来”的老实。这种人生性不憨，头脑也不笨，是非观念明确。"
+            "那么，怎么扭转这一局面呢?领导应更加关注老实人。领导的价值取向对一个单位的影响是很大的。")
+
+
+@pytest.mark.parametrize("quote, verbatim", [
+    ("这种人生性不憨，?领导应更加关注老实人。", False),  # a clause cut mid-sentence, then another sentence
+    ("这种人生性不憨。领导应更加关注老实人。", False),
+    ("Revenue grew 3.2%. No one came to the party.", False),
+    ("这种人生性不憨，头脑也不笨，是非观念明确。领导应更加关注老实人。", True),  # two whole sentences, apart
+    ("另一种是“修来”的老实。领导应更加关注老实人。", True),
+    ("Revenue grew 3.2% last year. No one came to the party.", True),
+])
+def test_a_sentence_end_the_passage_does_not_have_joins_two_texts_never_replaced(quote, verbatim):
+    """A quote of two passage sentences from apart is verbatim; a sentence of it cut off where the passage goes on
+    and closed by a terminator of the model's is a stitch (held-out seed 6, C3 m13-102-0), never passage text."""
+    passage = STITCHED if "。" in quote else NEWS
+    assert (ground_text(passage, quote).status in VERBATIM) is verbatim
