@@ -40,9 +40,10 @@ from helpers.quotes import gold_cases, is_chinese
 # already, so seed 5 was held out for issue 38 and run once: it showed one change of meaning accepted as verbatim
 # (C3: `同意：“…”` for `妇女不同意：“…”`, a framing starting right after a negation; the framing's start is now the
 # quote's outer edge) and one stitch whose join was passage text but for empty parentheses (`祭遵（），加封…`: a
-# fault of the generator, whose join test now skips punctuation). Both were fixed, so seed 6 is held out: run once,
-# after the last change, for docs/grounding.md.
-TUNING_SEED, HELD_OUT_SEED = 0, 6
+# fault of the generator, whose join test now skips punctuation). Both were fixed, so seed 6 was held out: run once,
+# it showed one stitch accepted sentence by sentence (C3: `这种人生性不憨，?领导应更加关注老实人。`, a sentence ended
+# where the passage goes on), fixed; seed 7 is held out now, run once after that change, for docs/grounding.md.
+TUNING_SEED, HELD_OUT_SEED = 0, 7
 FACT_KINDS = ("number", "negation", "name", "antonym", "quantifier", "unit", "currency", "decimal", "zh-name",
               "zh-swap", "elided-negation", *EDGE_FACT_KINDS)
 HONEST_KINDS = ("verbatim", "numbered", "bulleted", "grouping", "marked parenthetical", "form", *EDGE_HONEST_KINDS)
