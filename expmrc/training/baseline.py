@@ -335,7 +335,21 @@ def start_run(task: BaselineTask, argv: list[str] | None) -> tuple[BaselineRun, 
         if config.do_predict else None
     if paths.model_name_or_path:  # a folder that is not there, or damaged: before the run says or makes anything
         check_model_folder(paths.model_name_or_path)
+    existed = Path(paths.output_dir).exists()
     output = check_outputs(paths)
+    try:
+        return configured_run(task, config, output, train_set, predict_set)
+    except (ExpmrcError, KeyboardInterrupt):
+        if not existed:  # made by this run, which is refused before it starts: nothing of it is left behind
+            shutil.rmtree(output, ignore_errors=True)
+        raise
+
+
+def configured_run(task: BaselineTask, config: BaselineConfig, output: Path, train_set: Dataset | None,
+                   predict_set: Dataset | None) -> tuple[BaselineRun, Dataset | None, Dataset | None]:
+    """The run in its directory: the directory's record, the saved model's settings, the accelerator, the attention
+    path and whether CUDA graphs run (a setting this device cannot run is refused here, in one line)."""
+    paths = config.paths
     previous = previous_record(output, config.overwrite_output_dir)
     if config.select_and_forget and config.do_predict and not config.do_train:
         answerer_folder(output)

@@ -99,7 +99,15 @@ def test_on_without_cuda_is_one_line_and_writes_nothing(tiny, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == ("error: --cuda_graphs on: CUDA graphs need a CUDA GPU; this run is on cpu (use --cuda_graphs "
                        "auto or off)")
-    assert not (output / "run_info.json").exists()
+    assert not output.exists()  # the run directory it made is gone with it
+
+
+def test_a_refused_run_keeps_a_directory_that_was_there(tiny, capsys):
+    output = tiny["root"] / "kept"
+    output.mkdir()
+    (output / "notes.txt").write_text("mine", encoding="utf-8")
+    assert run_guarded(run_span, run_flags(tiny, output, "--cuda_graphs=on", "--attention=unpadded")) == 2
+    assert [p.name for p in output.iterdir()] == ["notes.txt"]
 
 
 def test_a_graphed_tiny_run_predicts_what_the_unpadded_run_predicts(tiny, on_the_cpu, monkeypatch):
