@@ -122,7 +122,7 @@ def _framed(passage: str, text: str) -> tuple[str, str, bool] | None:
     found = find(passage, body, STAGES[0] + STAGES[1] + STAGES[2])
     if found is None:
         return pre, body, False
-    if _runs_into(passage, pre, found.start):
+    if any(_runs_into(passage, pre, start) for start in _occurrences(passage, passage[found.start:found.end])):
         return pre, body, True
     if _tag_after(passage, pre, found.end):
         return pre, body, False
@@ -130,6 +130,17 @@ def _framed(passage: str, text: str) -> tuple[str, str, bool] | None:
     if named and len(tokens(pre)[0]) <= 6:
         return pre, body, False
     return pre, body, not named or _in_passage(passage, pre)
+
+
+def _occurrences(passage: str, text: str) -> list[int]:
+    """Where `text` starts in the passage, every time: a framing runs into the quote at any of them (the first
+    `“The Centre”` of a passage is not the one `no teachers in “The Centre”` precedes)."""
+    starts: list[int] = []
+    at = passage.find(text)
+    while at >= 0 and len(starts) < 64:
+        starts.append(at)
+        at = passage.find(text, at + 1)
+    return starts
 
 
 def _in_passage(passage: str, pre: str) -> bool:

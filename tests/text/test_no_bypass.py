@@ -215,3 +215,14 @@ def test_a_sentence_end_the_passage_does_not_have_joins_two_texts_never_replaced
     and closed by a terminator of the model's is a stitch (held-out seed 6, C3 m13-102-0), never passage text."""
     passage = STITCHED if "。" in quote else NEWS
     assert (ground_text(passage, quote).status in VERBATIM) is verbatim
+
+
+def test_a_framing_that_runs_into_a_later_occurrence_of_the_quote_is_passage_text():
+    """The quoted text stands twice in the passage; the framing is passage text before the second one, so it is
+    compared (held-out seed 7, RACE+ 079c6078-2), while a framing naming its source stays the model's own."""
+    passage = ("Not many people live in “The Centre”. Every morning she calls each student on the radio. When all "
+               "students answer, lessons begin. There are no schools with desks and no teachers in “The Centre”.")
+    assert ground_text(passage, "When all students answer, desks and no teachers in “The Centre”.").status \
+        not in VERBATIM
+    assert ground_text(passage, "There are no schools with desks and no teachers in “The Centre”.").status == EXACT
+    assert ground_text(passage, "The passage says: “The Centre”.").status in VERBATIM
