@@ -42,8 +42,10 @@ from helpers.quotes import gold_cases, is_chinese
 # quote's outer edge) and one stitch whose join was passage text but for empty parentheses (`祭遵（），加封…`: a
 # fault of the generator, whose join test now skips punctuation). Both were fixed, so seed 6 was held out: run once,
 # it showed one stitch accepted sentence by sentence (C3: `这种人生性不憨，?领导应更加关注老实人。`, a sentence ended
-# where the passage goes on), fixed; seed 7 is held out now, run once after that change, for docs/grounding.md.
-TUNING_SEED, HELD_OUT_SEED = 0, 7
+# where the passage goes on), fixed; seed 7 then showed one stitch ending on a quoted name the passage holds twice
+# (RACE+: a framing that runs into the second occurrence), fixed; seed 8 is held out now, run once after both
+# changes, for docs/grounding.md.
+TUNING_SEED, HELD_OUT_SEED = 0, 8
 FACT_KINDS = ("number", "negation", "name", "antonym", "quantifier", "unit", "currency", "decimal", "zh-name",
               "zh-swap", "elided-negation", *EDGE_FACT_KINDS)
 HONEST_KINDS = ("verbatim", "numbered", "bulleted", "grouping", "marked parenthetical", "form", *EDGE_HONEST_KINDS)
