@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,14 +41,37 @@ def press_when(process: subprocess.Popen, ready: Callable[[], bool], timeout: fl
                signum: int = signal.SIGINT) -> tuple[int, str, str, float]:
     """Wait until `ready()` (or the command ended, or `timeout`), press Ctrl-C, and wait for the command to end:
     (exit status, stdout, stderr, seconds from the signal to the end). Whether `ready()` came true is the caller's
-    to assert (a command that ended first was never interrupted)."""
+    to assert (a command that ended first was never interrupted). The command's pipes are read all along, so one
+    that writes much before it gets ready never waits on a full pipe."""
+    readers = {name: _drain(stream) for name, stream in (("out", process.stdout), ("err", process.stderr))}
     deadline = time.monotonic() + timeout
     while not ready() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     sent = time.monotonic()
     press(process, signum)
-    out, err = process.communicate(timeout=120)
-    return process.returncode, out or "", err or "", time.monotonic() - sent
+    try:
+        process.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise AssertionError(f"still running 120 s after the signal: stderr {readers['err']()[-1500:]!r}") from None
+    return process.returncode, readers["out"](), readers["err"](), time.monotonic() - sent
+
+
+def _drain(stream: Any) -> Callable[[], str]:
+    """Read `stream` (a pipe, or None) to its end in a thread; the returned call gives what it held, once ended."""
+    if stream is None:
+        return lambda: ""
+    chunks: list[Any] = []
+    reader = threading.Thread(target=lambda: chunks.append(stream.read()), daemon=True)
+    reader.start()
+
+    def text() -> str:
+        reader.join(timeout=30)
+        got = chunks[0] if chunks else ""
+        return got.decode("utf-8", "replace") if isinstance(got, bytes) else got
+
+    return text
 
 
 class HeldFifo:
