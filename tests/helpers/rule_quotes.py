@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 import re
 
-from helpers.edge_quotes import (EDGE_FACT_KINDS, EDGE_HONEST_KINDS, PASSAGE_KINDS, SYNONYM, edge_fact_quote,
+from helpers.edge_quotes import (_pairs, EDGE_FACT_KINDS, EDGE_HONEST_KINDS, PASSAGE_KINDS, SYNONYM, edge_fact_quote,
                                  edge_honest_quote)
 from helpers.fact_quotes import fact_changed, form_only, rng_for
 from helpers.quotes import gold_cases, is_chinese
@@ -51,15 +51,6 @@ FACT_KINDS = ("number", "negation", "name", "antonym", "quantifier", "unit", "cu
 HONEST_KINDS = ("verbatim", "numbered", "bulleted", "grouping", "marked parenthetical", "form", *EDGE_HONEST_KINDS)
 SAYING_LESS = ("parenthetical",)  # honest, but not form: expected `reworded`
 SWAPPED = (SYNONYM,)  # ordinary words swapped: no form and no fact, expected `reworded` (never `altered`)
-
-
-def _pairs(text: str) -> dict[str, str]:
-    """`a/b a/b ...` as a mapping both ways."""
-    out = {}
-    for pair in text.split():
-        a, b = pair.split("/")
-        out[a], out[b] = b, a
-    return out
 
 
 ANTONYMS_EN = _pairs("""increase/decrease increased/decreased increases/decreases increasing/decreasing before/after
