@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from helpers.common import ROOT, SPAN_DATA, environment, needs_punkt
+from helpers.common import ROOT, SPAN_DATA, environment, needs_punkt, without_stdout
 
 pytestmark = [needs_punkt, pytest.mark.slow]
 
@@ -26,13 +26,6 @@ def test_closed_stdout_is_not_a_traceback(tmp_path):
     assert process.returncode == 141
 
 
-def close_stdout() -> None:
-    """In the child: start without a stdout, as `expmrc lm-eval-path >&-` does."""
-    import os
-
-    os.close(1)
-
-
 @pytest.mark.parametrize("where", ["full device", "closed"])
 @pytest.mark.parametrize("command", [["lm-eval-path"], ["evaluate", "DATA", "PRED"], ["--version"], ["evaluate", "--help"]],
                          ids=["lm-eval-path", "evaluate", "version", "help"])
@@ -44,7 +37,9 @@ def test_stdout_on_a_full_device_or_closed_is_one_line_and_exit_2(tmp_path, wher
     argv = [sys.executable, "-m", "expmrc.cli", *[{"DATA": str(dataset), "PRED": str(submission)}.get(word, word)
                                                  for word in command]]
     with open("/dev/full", "w") as full:
+        if where == "closed":
+            argv = without_stdout(argv)  # as `expmrc lm-eval-path >&-` starts
         done = subprocess.run(argv, cwd=ROOT, env=environment(), stderr=subprocess.PIPE, text=True, timeout=120,
-                              **({"stdout": full} if where == "full device" else {"preexec_fn": close_stdout}))
+                              stdout=full)
     reason = "No space left on device" if where == "full device" else "it is closed"
     assert done.returncode == 2 and done.stderr == f"error: cannot write to standard output: {reason}\n", done.stderr

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers.common import CHOICE_DATA, FIXTURES, ROOT, SPAN_DATA, environment
+from helpers.common import CHOICE_DATA, FIXTURES, ROOT, SPAN_DATA, environment, without_stdout
 
 # every class of hostile input, with what it does; commands.py says which apply to which command
 CLASSES = {
@@ -213,14 +213,15 @@ def child_environment(sandbox: Sandbox, env: dict[str, str]) -> dict[str, str]:
 def in_subprocess(runner: str, argv: list[str], sandbox: Sandbox, env: dict[str, str], stdout: str,
                   timeout: float = 120) -> Outcome:
     """Run in a process of its own, in the sandbox (shell scripts; a closed stdout or a full device)."""
+    command = subprocess_argv(runner, argv)
     streams: dict[str, Any] = {"stdout": subprocess.PIPE}
     full = open("/dev/full", "w") if stdout == "full" else None  # noqa: SIM115 - closed below
     if full is not None:
         streams = {"stdout": full}
     elif stdout == "closed":
-        streams = {"stdout": subprocess.DEVNULL, "preexec_fn": lambda: os.close(1)}
+        command, streams = without_stdout(command), {"stdout": subprocess.DEVNULL}
     try:
-        done = subprocess.run(subprocess_argv(runner, argv), cwd=sandbox.root, env=child_environment(sandbox, env),
+        done = subprocess.run(command, cwd=sandbox.root, env=child_environment(sandbox, env),
                               stderr=subprocess.PIPE, text=True, timeout=timeout, **streams)
     finally:
         if full is not None:

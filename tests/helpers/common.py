@@ -96,6 +96,12 @@ def environment() -> dict[str, str]:
     return env
 
 
+def without_stdout(argv: list[str]) -> list[str]:
+    """`argv` started with its stdout closed, as a shell's `>&-` does (through `sh`: closing it in the child between
+    fork and exec, `preexec_fn`, can deadlock a child forked from a test process that has threads)."""
+    return ["sh", "-c", 'exec "$@" >&-', "sh", *argv]
+
+
 def predictions(run_dir) -> dict:
     """A run directory's dev_predictions.json."""
     return json.loads((Path(run_dir) / "dev_predictions.json").read_text(encoding="utf-8"))

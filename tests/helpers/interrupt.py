@@ -2,10 +2,14 @@
 hands this module out and marks the test `ctrl_c`).
 
 A terminal's Ctrl-C is SIGINT to the whole foreground process group: a shell script and the Python it started both
-get it. A command started here gets a process group of its own, and SIGINT's default action restored before it
-starts: a parent started in the background by a script (`bash -c 'trap "" INT; pytest ...'`, `nohup pytest &`)
-ignores SIGINT, every child inherits that, and Python (or bash) then never sees the Ctrl-C the test sends.
-tests/cli/test_ctrl_c.py runs every `ctrl_c` test under such a parent.
+get it. A command started here gets a process group of its own, and SIGINT's default action: a parent started in
+the background by a script (`bash -c 'trap "" INT; pytest ...'`, `nohup pytest &`) ignores SIGINT, every child
+inherits that, and Python (or bash) then never sees the Ctrl-C the test sends. tests/cli/test_ctrl_c.py runs every
+`ctrl_c` test under such a parent.
+
+The default is not set in the child between fork and exec (`preexec_fn`, which Python's documentation calls unsafe
+where the parent has threads, as the test process does: the fixtures' servers, the pipe readers below). Instead
+SIGINT is caught in the parent while it starts the command, and exec resets a caught signal to its default.
 """
 
 from __future__ import annotations
@@ -19,14 +23,14 @@ from collections.abc import Callable
 from typing import Any
 
 
-def default_sigint() -> None:
-    """In the child, before it starts: Ctrl-C's default action, whatever the parent ignores."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def start(argv: list[str], **popen: Any) -> subprocess.Popen:
     """Start `argv` in a process group of its own, with SIGINT's default action (other Popen arguments pass on)."""
-    return subprocess.Popen(argv, preexec_fn=default_sigint, process_group=0, **popen)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # caught here, so the default after exec
+    try:
+        return subprocess.Popen(argv, process_group=0, **popen)
+    finally:
+        if previous is not None:  # None: a handler not set from Python, which no test process has
+            signal.signal(signal.SIGINT, previous)
 
 
 def press(process: subprocess.Popen, signum: int = signal.SIGINT) -> None:
