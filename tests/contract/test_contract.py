@@ -215,15 +215,15 @@ def test_ctrl_c_is_130_and_one_line_and_leaves_nothing(case, tmp_path, server, p
     fifo.unlink()
     os.mkfifo(fifo)
     before = sandbox.snapshot()
-    held = press_ctrl_c.HeldFifo(str(fifo))
     process = press_ctrl_c.start(subprocess_argv_of(row, sandbox, argv), cwd=sandbox.root, text=True,
                                  env=child_environment(sandbox, env), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    held = press_ctrl_c.HeldFifo(str(fifo), process)
     try:
         status, out, err, _ = press_ctrl_c.press_when(process, held, timeout=120)
-        reached = held()
+        reached = held.reached
     finally:
         held.close()
-    assert reached, f"never opened {fifo.name}: exit {status}, stderr {err[-1500:]!r}"
+    assert reached, f"never waited in a read of {fifo.name}: exit {status}, stderr {err[-1500:]!r}"
     check_refused(Outcome(status, out, err), None, True, status=130, starts="interrupted")
     assert sandbox.snapshot() == before, "files changed or left behind"
 

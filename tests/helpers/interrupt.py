@@ -81,11 +81,22 @@ def _drain(stream: Any) -> Callable[[], str]:
 class HeldFifo:
     """The write end of a FIFO a command reads, taken the moment the command opens the FIFO and held open, so that
     the command then waits in a read for data that never comes: a point where Ctrl-C always finds it working.
-    Called, it says whether the command has opened the FIFO yet (`press_when`'s `ready`)."""
+    Called, it says whether the command waits in that read yet (`press_when`'s `ready`); `reached` says whether it
+    ever did.
 
-    def __init__(self, fifo: str) -> None:
-        self.fifo = fifo
+    Having opened the FIFO is not enough: a signal that arrives between the open and the read is handled (Python
+    notes it) before the read starts, and the read then waits for ever, deaf to it, as one did in CI now and then.
+    So the process of the command's group that holds the FIFO must be asleep in the kernel's pipe read (its /proc
+    wchan); where the kernel does not say, two seconds after the open stand in for it."""
+
+    GRACE = 2.0
+
+    def __init__(self, fifo: str, process: subprocess.Popen) -> None:
+        self.fifo = os.path.realpath(fifo)
+        self.group = process.pid  # `start` made it the leader of a group of its own
         self.fd: int | None = None
+        self.opened = 0.0
+        self.reached = False
 
     def __call__(self) -> bool:
         if self.fd is None:
@@ -93,9 +104,44 @@ class HeldFifo:
                 self.fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
             except OSError:  # ENXIO: nobody has it open for reading yet
                 return False
-        return True
+            self.opened = time.monotonic()
+        self.reached = self.reached or self._in_read()
+        return self.reached
+
+    def _in_read(self) -> bool:
+        if any(word in _wchan(pid) for pid in self._readers() for word in ("pipe_read", "pipe_wait")):
+            return True
+        return time.monotonic() - self.opened >= self.GRACE  # the kernel does not say (or not in these words)
+
+    def _readers(self) -> list[int]:
+        """The processes of the command's group that have the FIFO open."""
+        found: list[int] = []
+        try:
+            names = os.listdir("/proc")
+        except OSError:  # no /proc (not Linux): the grace
+            return found
+        for name in names:
+            try:
+                if not name.isdigit() or os.getpgid(int(name)) != self.group:
+                    continue
+                fds = os.listdir(f"/proc/{name}/fd")
+                if any(os.readlink(f"/proc/{name}/fd/{fd}") == self.fifo for fd in fds):
+                    found.append(int(name))
+            except OSError:  # ended meanwhile, or not ours to look at
+                continue
+        return found
 
     def close(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+def _wchan(pid: int) -> str:
+    """Where in the kernel a process sleeps (`anon_pipe_read`; "0" or "" while it runs, or where the kernel does not
+    say)."""
+    try:
+        with open(f"/proc/{pid}/wchan", encoding="ascii") as where:
+            return where.read().strip()
+    except OSError:
+        return ""
