@@ -5,12 +5,15 @@ README's test command runs from a script in the background, where SIGINT is igno
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 from helpers.common import ROOT, environment
+from helpers.interrupt import HeldFifo, start
 
 TESTS = ROOT / "tests"
 HELPER = TESTS / "helpers" / "interrupt.py"
@@ -39,3 +42,27 @@ def test_every_ctrl_c_test_passes_when_a_script_runs_the_suite_with_sigint_ignor
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     passed = re.search(r"(\d+) passed", done.stdout)
     assert passed and int(passed[1]) >= 4 and "failed" not in done.stdout, done.stdout[-1000:]
+
+
+def test_the_held_fifo_is_ready_only_once_the_command_waits_in_its_read(tmp_path):
+    """Ctrl-C that lands between a command's open of its input and its read is lost (Python notes the signal, then
+    the read waits for ever): the contract's held FIFO says ready only once the reader sleeps in that read."""
+    fifo = tmp_path / "input.json"
+    os.mkfifo(fifo)
+    reader = "import sys, time; f = open(sys.argv[1], 'rb'); time.sleep(3); f.read()"
+    process = start([sys.executable, "-c", reader, str(fifo)])
+    held = HeldFifo(str(fifo), process)
+    opened = 0.0
+    try:
+        deadline = time.monotonic() + 60
+        while not held() and time.monotonic() < deadline:
+            if held.fd is not None and not opened:
+                opened = time.monotonic()
+            time.sleep(0.01)
+        ready = time.monotonic()
+    finally:
+        held.close()
+        process.kill()
+        process.wait()
+    assert opened and held.reached
+    assert ready - opened >= 1.5, f"ready {ready - opened:.2f} s after the open, while the reader still slept"
