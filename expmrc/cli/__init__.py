@@ -17,6 +17,7 @@ from typing import Any
 from collections.abc import Callable
 
 from expmrc import __version__
+from expmrc.cli.args import given
 from expmrc.errors import ExpmrcError, OneLineParser, Terminated, one_line, print_error
 from expmrc.registry import Registry
 
@@ -84,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(module_name)  # subcommand modules import their heavy packages lazily
     parser = OneLineParser(prog=f"expmrc {name}", description=getattr(module, "DESCRIPTION", help_text),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.register("type", None, given)  # an empty value is refused, never read as "not given"
     module.add_arguments(parser)
     args = parse_arguments(parser, argv[1:])
     if isinstance(args, int):

@@ -43,6 +43,14 @@ def integer_in(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def given(text: str) -> str:
+    """The type of every `expmrc` flag and argument without a type of its own: any text but an empty one, which is
+    mostly an unset shell variable (`--answers "$PREDS"`) and would otherwise fall back to a default unnoticed."""
+    if not text:
+        raise argparse.ArgumentTypeError("is empty (an unset shell variable?); give a value")
+    return text
+
+
 def add_flag(parser: argparse.ArgumentParser, flag: str, **options: Any) -> argparse.Action:
     """Add `--kebab-case` flag and, hidden from --help, its earlier `--snake_case` spelling as an alias."""
     action = parser.add_argument(flag, **options)

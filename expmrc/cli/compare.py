@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_resampling_arguments(parser, "how many paired resamples of the questions (the bootstrap's p-value and "
                                      "every interval of Δ)")
     parser.add_argument("--subset", choices=subsets.names(), help="the subset, when the dataset's `version` does not say")
-    parser.add_argument("--metrics", metavar="NAME[,NAME]",
+    parser.add_argument("--metrics", type=str, metavar="NAME[,NAME]",  # type=str: `--metrics ""` means none
                         help="extra metrics to compare (as in `expmrc evaluate`; default: the subset's own)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     add_judge_arguments(parser)

@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write one JSON line per question: id, type, scores, the question, the predicted "
                              "answer and evidence, and the best-matching gold answer and evidence")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
-    parser.add_argument("--metrics", metavar="NAME[,NAME]",
+    parser.add_argument("--metrics", type=str, metavar="NAME[,NAME]",  # type=str: `--metrics ""` means none
                         help="figures to add beside the leaderboard's (names above; default: each subset's own)")
     parser.add_argument("--ci", action="store_true",
                         help="add a confidence interval to every figure, from a bootstrap over questions")

@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the submission to show, and optionally a second one to compare with it (B against A)")
     parser.add_argument("--output", required=True, metavar="REPORT.html", help="where to write the page")
     parser.add_argument("--subset", choices=subsets.names(), help="the subset, when the dataset's `version` does not say")
-    parser.add_argument("--metrics", metavar="NAME[,NAME]",
+    parser.add_argument("--metrics", type=str, metavar="NAME[,NAME]",  # type=str: `--metrics ""` means none
                         help="extra metrics to compute and show (as in `expmrc evaluate`; default: the subset's own)")
     parser.add_argument("--names", type=_names, metavar="A[,B]",
                         help="short names for the submissions on the page (default: their paths)")

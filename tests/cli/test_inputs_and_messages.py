@@ -49,6 +49,29 @@ def test_the_official_script_keeps_its_line_and_says_why_on_stderr(tmp_path):
     assert "look like race ids" in out.stderr.splitlines()[-1]
 
 
+@pytest.mark.parametrize("argv, flag", [
+    (["evidence", "--method", "answer-sentence", "DATA", "--answers", "", "--output", "OUT"], "--answers"),
+    (["llm", "DATA", "--model", "", "--base-url", "http://127.0.0.1:9/v1", "--output", "OUT"], "--model"),
+    (["judge", "DATA", "PREDS", "--judge", "chat", "--judge-model", "m", "--cache", ""], "--cache"),
+    (["evaluate", "", "PREDS"], "DATASET"),
+], ids=["evidence --answers", "llm --model", "judge --cache", "evaluate DATASET"])
+def test_an_empty_value_is_refused_naming_the_flag_not_read_as_left_out(tmp_path, argv, flag):
+    """`--answers "$PREDS"` with the variable unset: refused, where it used to explain the gold answers instead
+    (and an empty --cache used the default cache); nothing is written."""
+    files = {"DATA": write(tmp_path / "dev.json", SPAN_DATA), "PREDS": write(tmp_path / "p.json", SPAN_PREDS),
+             "OUT": str(tmp_path / "out.json")}
+    status, _, err = run_cli([files.get(word, word) for word in argv])
+    assert_refused(status, err, f"argument {flag}")
+    assert "is empty" in err and not (tmp_path / "out.json").exists()
+
+
+def test_metrics_given_empty_still_means_no_extra_metrics(tmp_path):
+    """The one flag whose empty value means something (docs/scoring.md): the leaderboard's figures alone."""
+    status, out, _ = run_cli(["evaluate", write(tmp_path / "dev.json", SPAN_DATA), write(tmp_path / "p.json", SPAN_PREDS),
+                              "--metrics", ""])
+    assert status == 0 and "ALL_F1" in out and "LOCA" not in out
+
+
 def test_a_partly_matching_submission_is_still_scored(tmp_path):
     dataset = write(tmp_path / "dev.json", SPAN_DATA)
     preds = write(tmp_path / "p.json", {**SPAN_PREDS, **RACE_IDS})
