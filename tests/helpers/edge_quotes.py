@@ -30,7 +30,7 @@ SYNONYM = "synonym"
 PASSAGE_KINDS = ("framed speech",)  # made from the passage's own framings: once per passage, not per question
 
 
-def _pairs(text: str) -> dict[str, str]:
+def swap_pairs(text: str) -> dict[str, str]:
     """`a/b a/b ...` as a mapping both ways."""
     out = {}
     for pair in text.split():
@@ -39,14 +39,14 @@ def _pairs(text: str) -> dict[str, str]:
     return out
 
 
-MODALS_EN = _pairs("may/will might/must can/must should/may could/would shall/may")
-MODALS_ZH = _pairs("可能/一定 可以/必须 应该/也许 能够/必须 也许/肯定 大概/肯定 必然/或许")
-SYNONYMS_EN = _pairs("""began/started begin/start big/large bought/purchased help/assist helped/assisted
+MODALS_EN = swap_pairs("may/will might/must can/must should/may could/would shall/may")
+MODALS_ZH = swap_pairs("可能/一定 可以/必须 应该/也许 能够/必须 也许/肯定 大概/肯定 必然/或许")
+SYNONYMS_EN = swap_pairs("""began/started begin/start big/large bought/purchased help/assist helped/assisted
     showed/demonstrated shows/demonstrates built/constructed important/significant often/frequently
     quickly/rapidly enough/sufficient main/primary area/region famous/renowned maybe/perhaps happy/glad
     got/obtained get/obtain chose/selected choose/select end/finish ended/finished whole/entire kids/children
     mostly/largely almost/nearly""")
-SYNONYMS_ZH = _pairs("""因为/由于 开始/起初 但是/可是 所以/因此 非常/十分 马上/立刻 觉得/认为 美丽/漂亮 突然/忽然
+SYNONYMS_ZH = swap_pairs("""因为/由于 开始/起初 但是/可是 所以/因此 非常/十分 马上/立刻 觉得/认为 美丽/漂亮 突然/忽然
     经常/常常 后来/之后 现在/目前 如果/假如 虽然/尽管 而且/并且 办法/方法 仔细/认真 帮助/帮忙 已经/早已 特别/尤其
     一起/一同 仍然/依然 大约/大概 喜欢/喜爱 以前/从前 明白/懂得 希望/盼望 高兴/开心 孩子/小孩 地方/地点 最后/最终
     当时/那时 得到/获得 成为/变成 包括/包含 只是/不过 许多/很多 重要/关键 建立/创立 称为/叫做""")

@@ -21,8 +21,8 @@ from __future__ import annotations
 import random
 import re
 
-from helpers.edge_quotes import (_pairs, EDGE_FACT_KINDS, EDGE_HONEST_KINDS, PASSAGE_KINDS, SYNONYM, edge_fact_quote,
-                                 edge_honest_quote)
+from helpers.edge_quotes import (EDGE_FACT_KINDS, EDGE_HONEST_KINDS, PASSAGE_KINDS, SYNONYM, edge_fact_quote,
+                                 edge_honest_quote, swap_pairs)
 from helpers.fact_quotes import fact_changed, form_only, rng_for
 from helpers.quotes import gold_cases, is_chinese
 
@@ -53,7 +53,7 @@ SAYING_LESS = ("parenthetical",)  # honest, but not form: expected `reworded`
 SWAPPED = (SYNONYM,)  # ordinary words swapped: no form and no fact, expected `reworded` (never `altered`)
 
 
-ANTONYMS_EN = _pairs("""increase/decrease increased/decreased increases/decreases increasing/decreasing before/after
+ANTONYMS_EN = swap_pairs("""increase/decrease increased/decreased increases/decreases increasing/decreasing before/after
     largest/smallest larger/smaller large/small biggest/smallest bigger/smaller first/last early/late earlier/later
     earliest/latest high/low higher/lower highest/lowest long/short longer/shorter rise/fall rose/fell rising/falling
     open/closed win/lose won/lost success/failure successful/unsuccessful began/ended begin/end start/finish
@@ -63,19 +63,19 @@ ANTONYMS_EN = _pairs("""increase/decrease increased/decreased increases/decrease
     included/excluded internal/external major/minor maximum/minimum positive/negative public/private
     remember/forget buy/sell bought/sold arrived/left push/pull same/different cheap/expensive full/empty hot/cold
     warm/cool fast/slow heavy/light wide/narrow deep/shallow strongest/weakest""")
-ANTONYMS_ZH = _pairs("""增加/减少 上升/下降 提高/降低 最大/最小 之前/之后 以前/以后 开始/结束 成功/失败 喜欢/讨厌
+ANTONYMS_ZH = swap_pairs("""增加/减少 上升/下降 提高/降低 最大/最小 之前/之后 以前/以后 开始/结束 成功/失败 喜欢/讨厌
     容易/困难 简单/复杂 主要/次要 同意/反对 接受/拒绝 记得/忘记 最早/最晚 最高/最低 扩大/缩小 加强/减弱 优点/缺点
     积极/消极 高兴/难过 热闹/安静 南方/北方 东部/西部 北部/南部 上午/下午 出口/进口 买入/卖出 胜利/失败 前面/后面
     里面/外面 上面/下面 便宜/昂贵 干净/肮脏 重要/次要 强大/弱小 进步/退步 开放/封闭 快乐/痛苦 年轻/年老 明天/昨天""")
-QUANTIFIERS_EN = _pairs("""all/some always/sometimes may/will might/must many/few most/some every/some usually/rarely
+QUANTIFIERS_EN = swap_pairs("""all/some always/sometimes may/will might/must many/few most/some every/some usually/rarely
     often/seldom everyone/someone everything/something several/many each/some certainly/probably definitely/possibly
     likely/unlikely mostly/partly should/could can/cannot frequently/occasionally generally/occasionally""")
-QUANTIFIERS_ZH = _pairs("""很多/很少 所有/有些 总是/有时 可能/一定 必须/可以 经常/偶尔 大多数/少数 全部/部分 常常/偶尔
+QUANTIFIERS_ZH = swap_pairs("""很多/很少 所有/有些 总是/有时 可能/一定 必须/可以 经常/偶尔 大多数/少数 全部/部分 常常/偶尔
     许多/少数 应该/可能 大部分/小部分 每天/有时 一直/偶尔 完全/部分 多数/少数 到处/少数 肯定/也许 主要/部分""")
-UNITS_EN = _pairs("""km/miles kilometers/miles kilometres/miles meters/feet metres/yards kg/pounds kilograms/pounds
+UNITS_EN = swap_pairs("""km/miles kilometers/miles kilometres/miles meters/feet metres/yards kg/pounds kilograms/pounds
     percent/points years/months days/weeks hours/minutes seconds/minutes dollars/euros acres/hectares tons/pounds
     inches/centimeters cm/inches mm/inches square/cubic degrees/percent""")
-UNITS_ZH = _pairs("公里/英里 米/英尺 公斤/磅 元/美元 小时/分钟 天/周 岁/年 吨/公斤 平方米/平方英尺 度/分 倍/成 层/楼 亿/万")
+UNITS_ZH = swap_pairs("公里/英里 米/英尺 公斤/磅 元/美元 小时/分钟 天/周 岁/年 吨/公斤 平方米/平方英尺 度/分 倍/成 层/楼 亿/万")
 CURRENCIES = "$€£¥"
 _EN_NUMBER_UNIT = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)(\s*)(" + "|".join(sorted(UNITS_EN, key=len, reverse=True))
                              + r")\b|(\d)(%)")
